@@ -1,0 +1,136 @@
+"""Events: the immutable, append-only record of everything that happens in a session."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FunctionCall(_Frozen):
+    """A model's request to run a tool. `id` pairs it with its response."""
+
+    id: str = Field(default_factory=lambda: "call_" + uuid.uuid4().hex[:12])
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class FunctionResponse(_Frozen):
+    """The result of a tool run, answering the call with the same `id`."""
+
+    id: str
+    name: str
+    response: dict[str, Any] = Field(default_factory=dict)
+
+
+class Part(_Frozen):
+    """One piece of content: exactly one of text, function_call, function_response."""
+
+    text: str | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+
+    @classmethod
+    def from_text(cls, text: str) -> Part:
+        return cls(text=text)
+
+
+class CompactionInfo(_Frozen):
+    """What a compaction event covers, by event id, and the summary that replaces it."""
+
+    start_event_id: str
+    end_event_id: str
+    summary: str
+    invocation_ids: tuple[str, ...] = ()
+
+
+class Usage(_Frozen):
+    """Token usage and cost of one model call (or a sum of several)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost=self.cost + other.cost,
+        )
+
+
+class EventActions(_Frozen):
+    """Side effects an event carries; the session service applies them on append."""
+
+    state_delta: dict[str, Any] = Field(default_factory=dict)
+    transfer_to_agent: str | None = None
+    escalate: bool = False
+    skip_summarization: bool = False
+    compaction: CompactionInfo | None = None
+
+
+class Event(_Frozen):
+    """One immutable entry in a session's log.
+
+    `id` is short and unique within the session (`e1`, `e2`, ...) so that a model can
+    cite it; the session service assigns it on append. `author` is `user` or an agent
+    name. `slack_ts` links the event to the Slack message it came from or was posted as.
+    """
+
+    id: str = ""
+    invocation_id: str = ""
+    author: str
+    branch: str | None = None
+    timestamp: float = Field(default_factory=time.time)
+    parts: tuple[Part, ...] = ()
+    actions: EventActions = Field(default_factory=EventActions)
+    slack_ts: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @property
+    def text(self) -> str:
+        """All text parts joined (empty when there are none)."""
+        return "".join(p.text for p in self.parts if p.text)
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        return [p.function_call for p in self.parts if p.function_call is not None]
+
+    @property
+    def function_responses(self) -> list[FunctionResponse]:
+        return [p.function_response for p in self.parts if p.function_response is not None]
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.actions.compaction is not None
+
+    @property
+    def seq(self) -> int:
+        """The numeric order of the event id (`e17` -> 17); 0 before it is assigned."""
+        return event_seq(self.id)
+
+    def is_final_response(self) -> bool:
+        """True when this event ends its agent's turn: text with no pending tool work."""
+        if self.actions.skip_summarization:
+            return True
+        return not self.function_calls and not self.function_responses and not self.is_compaction
+
+
+def event_seq(event_id: str) -> int:
+    """Order key of a short event id such as `e17`; 0 for anything else."""
+    if len(event_id) > 1 and event_id[0] == "e" and event_id[1:].isdigit():
+        return int(event_id[1:])
+    return 0
+
+
+def new_invocation_id() -> str:
+    return "inv-" + uuid.uuid4().hex[:16]

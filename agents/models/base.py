@@ -1,0 +1,110 @@
+"""The model contract: one request in, one response out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.events import FunctionCall, Part, Usage
+
+
+class Content(BaseModel):
+    """One message of the model's conversation.
+
+    `role` is `user`, `model` or `system`. Context from other agents, summaries and
+    fenced data are sent as `user` or `system` text, never as the model's own turns.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["user", "model", "system"]
+    parts: tuple[Part, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if p.text)
+
+
+class GenerateConfig(BaseModel):
+    """Sampling settings passed through to the model."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    repetition_penalty: float | None = None
+
+
+class ToolDeclaration(BaseModel):
+    """A function the model may call: name, description and a JSON schema of its args."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class LlmRequest(BaseModel):
+    """Everything one model call needs. Built fresh for every call."""
+
+    model: str | None = None
+    agent_name: str = ""
+    system_instruction: str = ""
+    contents: list[Content] = Field(default_factory=list)
+    tools: list[ToolDeclaration] = Field(default_factory=list)
+    config: GenerateConfig = Field(default_factory=GenerateConfig)
+    response_schema: dict[str, Any] | None = None
+
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    def find_tool(self, name: str) -> ToolDeclaration | None:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return None
+
+
+class LlmResponse(BaseModel):
+    """One model answer: text and/or function calls, with usage and cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    parts: tuple[Part, ...] = ()
+    usage: Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if p.text)
+
+    @property
+    def function_calls(self) -> list[FunctionCall]:
+        return [p.function_call for p in self.parts if p.function_call is not None]
+
+    @classmethod
+    def from_text(cls, text: str, **kwargs: Any) -> LlmResponse:
+        return cls(parts=(Part(text=text),), **kwargs)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that answers an `LlmRequest`. `name` appears on model-response events."""
+
+    name: str
+
+    async def generate(self, request: LlmRequest) -> LlmResponse: ...
+
+
+class ModelError(Exception):
+    """A model call failed after its retries. `code` is a short machine-readable reason."""
+
+    def __init__(self, message: str, *, code: str = "model_error") -> None:
+        super().__init__(message)
+        self.code = code

@@ -1,0 +1,81 @@
+"""A scripted model for tests: plays a queue of responses and records every request."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from agents.events import FunctionCall, Part, Usage
+from agents.models.base import LlmRequest, LlmResponse
+
+Step = str | LlmResponse | BaseException | Callable[[LlmRequest], "LlmResponse | str"]
+
+
+class UnexpectedModelCall(AssertionError):
+    """The code under test called the model more often than the script allows."""
+
+
+class ScriptedModel:
+    """Answers each call with the next scripted step.
+
+    A step is a string (text), an `LlmResponse`, an exception to raise, or a callable
+    that receives the request and returns either. A call with no step left raises
+    `UnexpectedModelCall`; `assert_complete()` fails if steps are left over.
+    """
+
+    def __init__(self, steps: Iterable[Step] = (), *, name: str = "scripted") -> None:
+        self.name = name
+        self._steps: deque[Step] = deque(steps)
+        self.requests: list[LlmRequest] = []
+
+    def add(self, *steps: Step) -> ScriptedModel:
+        self._steps.extend(steps)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self._steps)
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        self.requests.append(request)
+        if not self._steps:
+            raise UnexpectedModelCall(
+                f"unexpected model call #{len(self.requests)} from {request.agent_name!r}; "
+                f"last content: {request.contents[-1].text[:200] if request.contents else ''!r}"
+            )
+        step = self._steps.popleft()
+        if callable(step) and not isinstance(step, (LlmResponse, BaseException)):
+            step = step(request)
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, str):
+            return LlmResponse.from_text(step, model=self.name, usage=_usage(request, step))
+        if isinstance(step, LlmResponse):
+            return step
+        raise TypeError(f"unsupported scripted step {step!r}")
+
+    def assert_complete(self) -> None:
+        if self._steps:
+            raise AssertionError(f"{len(self._steps)} scripted model steps were never used")
+
+
+def _usage(request: LlmRequest, text: str) -> Usage:
+    prompt = sum(len(c.text) for c in request.contents) + len(request.system_instruction)
+    return Usage(prompt_tokens=prompt // 4, completion_tokens=len(text) // 4)
+
+
+def call(name: str, /, **args: Any) -> LlmResponse:
+    """A scripted response that calls one function."""
+    return LlmResponse(parts=(Part(function_call=FunctionCall(name=name, args=args)),))
+
+
+def transfer(agent_name: str) -> LlmResponse:
+    """A scripted response that transfers to `agent_name`."""
+    return call("transfer_to_agent", agent_name=agent_name)
+
+
+def json_text(value: Any) -> str:
+    """A scripted text answer holding `value` as JSON."""
+    return json.dumps(value)
