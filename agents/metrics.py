@@ -64,7 +64,9 @@ class Registry:
             series = self.series(name) or {(): 0.0}
             for labels, value in sorted(series.items()):
                 label_text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-                lines.append(f"{name}{{{label_text}}} {value:g}" if label_text else f"{name} {value:g}")
+                lines.append(
+                    f"{name}{{{label_text}}} {value:g}" if label_text else f"{name} {value:g}"
+                )
         return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,50 @@
+"""Drive one agent within an invocation, persisting each event as it is produced."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext
+from agents.events import Event
+from agents.metrics import REGISTRY
+from agents.state import TEMP_PREFIX
+
+logger = logging.getLogger("agents.events")
+
+
+async def run_and_persist(agent: BaseAgent, ctx: InvocationContext) -> AsyncIterator[Event]:
+    """Run `agent` and append every event it yields before the agent goes on.
+
+    `temp:` writes are kept on the invocation context (the session service never stores
+    them), so later steps of the same invocation still read them.
+    """
+    async for event in agent.run_async(ctx):
+        for key, value in event.actions.state_delta.items():
+            if key.startswith(TEMP_PREFIX):
+                ctx.temp_state[key] = value
+        stored = await ctx.session_service.append_event(ctx.session, event)
+        log_event(stored)
+        yield stored
+
+
+def log_event(event: Event) -> None:
+    """One structured line per event: enough to reconstruct the path of a request."""
+    transfer = event.actions.transfer_to_agent
+    if transfer:
+        REGISTRY.inc("support_bot_transfers_total", **{"from": event.author, "to": transfer})
+    logger.info(
+        "event",
+        extra={
+            "event_id": event.id,
+            "author": event.author,
+            "branch": event.branch,
+            "invocation_id": event.invocation_id,
+            "transfer_to": transfer,
+            "tools": [c.name for c in event.function_calls] or None,
+            "prompt_tokens": event.usage.prompt_tokens if event.usage else None,
+            "completion_tokens": event.usage.completion_tokens if event.usage else None,
+            "error_code": event.error_code,
+        },
+    )

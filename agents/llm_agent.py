@@ -1,0 +1,266 @@
+"""LlmAgent: a model-driven node that answers, calls tools, or transfers."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext, ReadonlyContext, ToolContext
+from agents.errors import AgentRuntimeError
+from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
+from agents.history import build_contents, current_turn_contents
+from agents.instructions import inject_state
+from agents.models.base import GenerateConfig, LlmRequest, Model
+from agents.tools.base_tool import BaseTool, ToolError
+from agents.tools.function_tool import FunctionTool
+from agents.transfer import (
+    TRANSFER_TOOL,
+    transfer_declaration,
+    transfer_instruction,
+    transfer_targets,
+)
+
+InstructionProvider = Callable[[ReadonlyContext], "str | Awaitable[str]"]
+ToolLike = BaseTool | Callable[..., Any]
+
+
+class LlmAgent(BaseAgent):
+    """An agent whose every step is a model call.
+
+    Each step sends the instruction (templated from state), the visible history and the
+    tool declarations. A text answer ends the agent's turn; function calls run and the
+    agent steps again; a `transfer_to_agent` call hands the rest of the invocation to the
+    target. `output_key` stores this agent's own final text (or validated object).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        model: Model | str | None = None,
+        instruction: str | InstructionProvider = "",
+        tools: Sequence[ToolLike] = (),
+        sub_agents: Sequence[BaseAgent] = (),
+        output_key: str | None = None,
+        output_schema: type[BaseModel] | None = None,
+        include_contents: Literal["default", "none"] = "default",
+        disallow_transfer_to_parent: bool = False,
+        disallow_transfer_to_peers: bool = False,
+        generate_config: GenerateConfig | None = None,
+    ) -> None:
+        super().__init__(name=name, description=description, sub_agents=sub_agents)
+        self.model = model
+        self.instruction = instruction
+        self.tools: list[BaseTool] = [
+            t if isinstance(t, BaseTool) else FunctionTool(t) for t in tools
+        ]
+        self.output_key = output_key
+        self.output_schema = output_schema
+        self.include_contents = include_contents
+        self.disallow_transfer_to_parent = disallow_transfer_to_parent
+        self.disallow_transfer_to_peers = disallow_transfer_to_peers
+        self.generate_config = generate_config or GenerateConfig()
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names) or TRANSFER_TOOL in names:
+            raise ValueError(f"agent {name!r} has duplicate or reserved tool names: {names}")
+
+    # -- model -----------------------------------------------------------------
+
+    def resolve_model(self, ctx: InvocationContext) -> Model:
+        """This agent's model, else the nearest LLM ancestor's, else the runner's default."""
+        agent: BaseAgent | None = self
+        while agent is not None:
+            model = getattr(agent, "model", None)
+            if isinstance(model, str):
+                if ctx.model_factory is None:
+                    raise AgentRuntimeError(f"no model factory to resolve {model!r}")
+                return ctx.model_factory(model)
+            if model is not None:
+                return model
+            agent = agent.parent
+        if ctx.default_model is None:
+            raise AgentRuntimeError(f"agent {self.name!r} has no model", agent_name=self.name)
+        return ctx.default_model
+
+    # -- request ---------------------------------------------------------------
+
+    async def _instruction(self, ctx: InvocationContext) -> str:
+        if callable(self.instruction):
+            text = self.instruction(ReadonlyContext(ctx))
+            return await text if inspect.isawaitable(text) else text
+        return inject_state(self.instruction, ctx.state_view(), agent_name=self.name)
+
+    async def build_request(self, ctx: InvocationContext, model: Model) -> LlmRequest:
+        targets = transfer_targets(self)
+        system = [await self._instruction(ctx)]
+        tools = [t.declaration() for t in self.tools]
+        if targets:
+            system.append(transfer_instruction(self, targets))
+            tools.append(transfer_declaration(targets))
+        if self.include_contents == "none":
+            contents = current_turn_contents(
+                ctx.session.events,
+                agent_name=self.name,
+                branch=ctx.branch,
+                invocation_id=ctx.invocation_id,
+            )
+        else:
+            contents = build_contents(ctx.session.events, agent_name=self.name, branch=ctx.branch)
+        return LlmRequest(
+            model=model.name,
+            agent_name=self.name,
+            system_instruction="\n\n".join(s for s in system if s),
+            contents=contents,
+            tools=tools,
+            config=self.generate_config,
+            response_schema=self.output_schema.model_json_schema() if self.output_schema else None,
+        )
+
+    # -- run -------------------------------------------------------------------
+
+    async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
+        while True:
+            last: Event | None = None
+            transfer_to: str | None = None
+            async for event in self._step(ctx):
+                last = event
+                transfer_to = event.actions.transfer_to_agent or transfer_to
+                yield event
+            if transfer_to:
+                target = self.root_agent.find_agent(transfer_to)
+                if target is not None:
+                    async for event in target.run_async(ctx):
+                        yield event
+                return
+            if last is None or last.is_final_response() or ctx.end_invocation:
+                return
+
+    async def _step(self, ctx: InvocationContext) -> AsyncIterator[Event]:
+        model = self.resolve_model(ctx)
+        request = await self.build_request(ctx, model)
+        ctx.budget.spend(self.name)
+        response = await model.generate(request)
+        parts = response.parts or (Part(text=""),)
+        event = Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            parts=parts,
+            usage=response.usage,
+            model=response.model or model.name,
+            error_code=response.error_code,
+            error_message=response.error_message,
+        )
+        if not event.function_calls:
+            event = self._with_output(event)
+            yield event
+            return
+        yield event
+        response_event, final_text = await self._run_tools(ctx, event.function_calls)
+        yield response_event
+        if final_text is not None:
+            yield Event(
+                invocation_id=ctx.invocation_id,
+                author=self.name,
+                branch=ctx.branch,
+                parts=(Part(text=final_text),),
+                actions=EventActions(skip_summarization=True),
+            )
+
+    def _with_output(self, event: Event) -> Event:
+        """Store this agent's own final answer under `output_key`, validated if a schema is set."""
+        if self.output_schema is not None:
+            try:
+                value: Any = self.output_schema.model_validate(json.loads(event.text)).model_dump(
+                    mode="json"
+                )
+            except (json.JSONDecodeError, ValidationError) as exc:
+                return event.model_copy(
+                    update={"error_code": "invalid_output", "error_message": str(exc)[:2000]}
+                )
+        else:
+            value = event.text
+        if not self.output_key:
+            return event
+        actions = event.actions.model_copy(update={"state_delta": {self.output_key: value}})
+        return event.model_copy(update={"actions": actions})
+
+    async def _run_tools(
+        self, ctx: InvocationContext, calls: list[FunctionCall]
+    ) -> tuple[Event, str | None]:
+        contexts = [ToolContext(ctx, call.id) for call in calls]
+        results = await asyncio.gather(
+            *(self._run_tool(ctx, call, tc) for call, tc in zip(calls, contexts, strict=True))
+        )
+        delta: dict[str, Any] = {}
+        escalate = skip = False
+        transfer: str | None = None
+        for tc in contexts:
+            delta.update(tc.state.delta)
+            escalate = escalate or tc.actions.escalate
+            skip = skip or tc.actions.skip_summarization
+            transfer = tc.actions.transfer_to_agent or transfer
+        parts = tuple(
+            Part(function_response=FunctionResponse(id=call.id, name=call.name, response=result))
+            for call, result in zip(calls, results, strict=True)
+        )
+        event = Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            parts=parts,
+            actions=EventActions(state_delta=delta, escalate=escalate, transfer_to_agent=transfer),
+        )
+        final_text = None
+        if skip and transfer is None:
+            final_text = "\n".join(_result_text(r) for r in results)
+        return event, final_text
+
+    async def _run_tool(
+        self, ctx: InvocationContext, call: FunctionCall, tool_context: ToolContext
+    ) -> dict[str, Any]:
+        if call.name == TRANSFER_TOOL:
+            return self._transfer(call, tool_context)
+        tool = next((t for t in self.tools if t.name == call.name), None)
+        if tool is None:
+            return {
+                "error": f"unknown tool {call.name!r}; available: {[t.name for t in self.tools]}"
+            }
+        try:
+            result = await tool.run(args=dict(call.args), tool_context=tool_context)
+        except AgentRuntimeError:
+            raise
+        except ToolError as exc:
+            return {"error": str(exc)}
+        except Exception as exc:
+            return {"error": f"tool {call.name} failed: {type(exc).__name__}: {exc}"}
+        return _json_result(call.name, result)
+
+    def _transfer(self, call: FunctionCall, tool_context: ToolContext) -> dict[str, Any]:
+        allowed = [t.name for t in transfer_targets(self)]
+        name = call.args.get("agent_name")
+        if name not in allowed:
+            return {"error": f"cannot transfer to {name!r}; allowed agents: {allowed}"}
+        tool_context.actions.transfer_to_agent = name
+        return {"result": f"transferred to {name}"}
+
+
+def _json_result(name: str, result: Any) -> dict[str, Any]:
+    value = result if isinstance(result, dict) else {"result": result}
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return {"error": f"tool {name} returned a value that is not JSON: {type(result).__name__}"}
+
+
+def _result_text(result: dict[str, Any]) -> str:
+    if set(result) == {"result"} and isinstance(result["result"], str):
+        return result["result"]
+    return json.dumps(result, ensure_ascii=False)

@@ -1,0 +1,233 @@
+"""The runner: one user message in, a stream of persisted events out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from functools import cache
+
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext, ModelCallBudget
+from agents.errors import AgentRuntimeError
+from agents.events import Event, Part, new_invocation_id
+from agents.invocation import log_event, run_and_persist
+from agents.llm_agent import LlmAgent
+from agents.metrics import REGISTRY
+from agents.models.base import Model, ModelError
+from agents.session import Session
+from agents.session_service import SessionNotFoundError, SessionService
+
+logger = logging.getLogger(__name__)
+
+AfterInvocationHook = Callable[[Session, str], Awaitable[None]]
+
+MODEL_FAILURE_TEXT = (
+    "I couldn't finish answering this because the model service failed. "
+    "Your message is saved and a person will follow up."
+)
+INTERNAL_FAILURE_TEXT = (
+    "I couldn't finish answering this because of an internal error. "
+    "Your message is saved and a person will follow up."
+)
+
+
+def default_model_factory(name: str) -> Model:
+    """Resolve a litellm model string (imported lazily: litellm is slow to import)."""
+    from agents.models.litellm_model import LiteLlmModel
+
+    return LiteLlmModel(name)
+
+
+class Runner:
+    """Runs invocations of an agent tree over a `SessionService`.
+
+    Each event is persisted as it is produced. The agent that answers is chosen by the
+    transfer history (see `find_agent_to_run`). Model and runtime failures end the
+    invocation with a final event whose `error_code` says what happened; they never
+    escape `run_async`. After an invocation completes, the after-invocation hooks
+    (compaction, say) run in background tasks, off the reply path.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: BaseAgent,
+        app_name: str,
+        session_service: SessionService,
+        default_model: Model | None = None,
+        model_factory: Callable[[str], Model] | None = None,
+        after_invocation: Sequence[AfterInvocationHook] = (),
+        max_model_calls: int = 25,
+    ) -> None:
+        self.agent = agent
+        self.app_name = app_name
+        self.session_service = session_service
+        self.default_model = default_model
+        self.model_factory = cache(model_factory or default_model_factory)
+        self.after_invocation = list(after_invocation)
+        self.max_model_calls = max_model_calls
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def run_async(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        message: str,
+        slack_ts: str | None = None,
+        invocation_id: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Append the user's message, then run the chosen agent, yielding its events."""
+        session = await self.session_service.get_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id, since_compaction=True
+        )
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        invocation_id = invocation_id or new_invocation_id()
+        user_event = await self.session_service.append_event(
+            session,
+            Event(
+                author="user",
+                invocation_id=invocation_id,
+                parts=(Part(text=message),),
+                slack_ts=slack_ts,
+            ),
+        )
+        log_event(user_event)
+        agent = find_agent_to_run(session, self.agent)
+        ctx = InvocationContext(
+            session_service=self.session_service,
+            session=session,
+            invocation_id=invocation_id,
+            agent=agent,
+            user_event=user_event,
+            budget=ModelCallBudget(self.max_model_calls),
+            default_model=self.default_model,
+            model_factory=self.model_factory,
+        )
+        REGISTRY.inc("support_bot_invocations_total")
+        current = agent.name
+        try:
+            async for event in run_and_persist(agent, ctx):
+                current = event.author
+                _count_model_use(event)
+                yield event
+        except AssertionError:
+            raise
+        except AgentRuntimeError as exc:
+            yield await self._error_event(
+                ctx, exc.agent_name or current, exc.code, str(exc), exc.user_message
+            )
+        except ModelError as exc:
+            yield await self._error_event(ctx, current, exc.code, str(exc), MODEL_FAILURE_TEXT)
+        except Exception as exc:
+            if _is_storage_error(exc):
+                raise
+            logger.exception("invocation %s failed", invocation_id)
+            yield await self._error_event(
+                ctx,
+                current,
+                "internal_error",
+                f"{type(exc).__name__}: {exc}",
+                INTERNAL_FAILURE_TEXT,
+            )
+        self._schedule_hooks(session, invocation_id)
+
+    async def _error_event(
+        self, ctx: InvocationContext, author: str, code: str, detail: str, text: str
+    ) -> Event:
+        logger.warning("invocation %s ended with %s: %s", ctx.invocation_id, code, detail)
+        event = Event(
+            invocation_id=ctx.invocation_id,
+            author=author,
+            branch=None,
+            parts=(Part(text=text),),
+            error_code=code,
+            error_message=detail[:2000],
+        )
+        stored = await self.session_service.append_event(ctx.session, event)
+        log_event(stored)
+        return stored
+
+    def _schedule_hooks(self, session: Session, invocation_id: str) -> None:
+        if not self.after_invocation:
+            return
+        task = asyncio.create_task(self._run_hooks(session, invocation_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _run_hooks(self, session: Session, invocation_id: str) -> None:
+        for hook in self.after_invocation:
+            try:
+                await hook(session, invocation_id)
+            except Exception:
+                logger.warning("after-invocation hook %r failed", hook, exc_info=True)
+
+    async def drain(self) -> None:
+        """Wait for every after-invocation hook scheduled so far."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def find_agent_to_run(session: Session, root: BaseAgent) -> BaseAgent:
+    """Pick who answers the next user message.
+
+    A pending function call goes back to the agent that made it. Otherwise the most
+    recent non-user author whose whole chain to the root is LLM agents that allow
+    transfer to their parent answers; steps inside workflow agents never qualify. If
+    none does, the root answers.
+    """
+    answered = {r.id for e in session.events for r in e.function_responses}
+    for event in reversed(session.events):
+        if event.author == "user" or event.is_compaction:
+            continue
+        pending = [c for c in event.function_calls if c.id not in answered]
+        if pending and (agent := root.find_agent(event.author)) is not None:
+            return agent
+        break
+    for event in reversed(session.events):
+        if event.author == "user" or event.is_compaction:
+            continue
+        if event.author == root.name:
+            return root
+        agent = root.find_agent(event.author)
+        if agent is not None and _resumable(agent):
+            return agent
+    return root
+
+
+def _resumable(agent: BaseAgent) -> bool:
+    node: BaseAgent | None = agent
+    while node is not None:
+        if not isinstance(node, LlmAgent) or node.disallow_transfer_to_parent:
+            return False
+        node = node.parent
+        if node is not None and node.parent is None:
+            return isinstance(node, LlmAgent)
+    return True
+
+
+def _count_model_use(event: Event) -> None:
+    if event.usage is None:
+        return
+    REGISTRY.inc("support_bot_model_calls_total", agent=event.author)
+    REGISTRY.inc(
+        "support_bot_model_tokens_total",
+        event.usage.prompt_tokens,
+        agent=event.author,
+        kind="prompt",
+    )
+    REGISTRY.inc(
+        "support_bot_model_tokens_total",
+        event.usage.completion_tokens,
+        agent=event.author,
+        kind="completion",
+    )
+    REGISTRY.inc("support_bot_model_cost_usd_total", event.usage.cost, agent=event.author)
+
+
+def _is_storage_error(exc: Exception) -> bool:
+    """Database failures propagate: the caller must tell the user the turn failed."""
+    module = type(exc).__module__
+    return module.startswith(("sqlalchemy", "asyncpg", "aiosqlite", "sqlite3", "storage"))

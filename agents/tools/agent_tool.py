@@ -1,0 +1,109 @@
+"""AgentTool: consult an agent like a function and keep control of the conversation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext, ToolContext
+from agents.events import Event, Part, new_invocation_id
+from agents.models.base import ToolDeclaration
+from agents.session_service import InMemorySessionService
+from agents.state import TEMP_PREFIX
+from agents.tools.base_tool import BaseTool, ToolError
+
+
+class AgentTool(BaseTool):
+    """Runs `agent` in a temporary session and returns its final answer.
+
+    The child starts from a copy of the caller's state and one request message, and sees
+    none of the conversation. Its state writes are merged back into the caller's state,
+    except `temp:` keys. Its intermediate events stay out of the caller's log. With an
+    output schema the result is the validated object; otherwise `{"result": text}`. With
+    `skip_summarization` the child's answer ends the caller's turn directly.
+    """
+
+    def __init__(self, agent: BaseAgent, *, skip_summarization: bool = False) -> None:
+        if agent.parent is not None:
+            raise ValueError(f"agent {agent.name!r} is in a tree; give AgentTool its own instance")
+        self.agent = agent
+        self.name = agent.name
+        self.description = agent.description
+        self.skip_summarization = skip_summarization
+
+    def declaration(self) -> ToolDeclaration:
+        return ToolDeclaration(
+            name=self.name,
+            description=self.description,
+            parameters={
+                "type": "object",
+                "properties": {
+                    "request": {
+                        "type": "string",
+                        "description": "Everything the agent needs: it cannot see the chat.",
+                    }
+                },
+                "required": ["request"],
+            },
+        )
+
+    async def run(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        from agents.invocation import run_and_persist
+
+        request = args.get("request")
+        if not isinstance(request, str) or not request.strip():
+            raise ToolError(f"{self.name} needs a non-empty 'request' string")
+        caller: InvocationContext = tool_context.invocation_context
+        service = InMemorySessionService()
+        state = caller.state_view().to_dict()
+        session = await service.create_session(
+            app_name=f"{caller.app_name}.agent_tool",
+            user_id=caller.user_id,
+            state={k: v for k, v in state.items() if not k.startswith(TEMP_PREFIX)},
+        )
+        invocation_id = new_invocation_id()
+        user_event = await service.append_event(
+            session,
+            Event(author="user", invocation_id=invocation_id, parts=(Part(text=request),)),
+        )
+        ctx = InvocationContext(
+            session_service=service,
+            session=session,
+            invocation_id=invocation_id,
+            agent=self.agent,
+            user_event=user_event,
+            budget=caller.budget,
+            default_model=caller.default_model,
+            model_factory=caller.model_factory,
+            temp_state={k: v for k, v in state.items() if k.startswith(TEMP_PREFIX)},
+        )
+        final: Event | None = None
+        try:
+            async for event in run_and_persist(self.agent, ctx):
+                for key, value in event.actions.state_delta.items():
+                    if not key.startswith(TEMP_PREFIX):
+                        tool_context.state[key] = value
+                if event.is_final_response() and event.text:
+                    final = event
+        finally:
+            await service.delete_session(
+                app_name=session.app_name, user_id=session.user_id, session_id=session.id
+            )
+        if final is None:
+            raise ToolError(f"{self.name} finished without an answer")
+        if self.skip_summarization:
+            tool_context.actions.skip_summarization = True
+        schema = getattr(self.agent, "output_schema", None)
+        if schema is not None:
+            return _validated(final.text, schema, self.name)
+        return {"result": final.text}
+
+
+def _validated(text: str, schema: type[BaseModel], name: str) -> dict[str, Any]:
+    try:
+        return schema.model_validate(json.loads(text)).model_dump(mode="json")
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise ToolError(f"{name} returned output that does not match its schema: {exc}") from exc

@@ -1,0 +1,66 @@
+"""Agent transfer: which agents an LlmAgent may hand the conversation to, and how."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agents.models.base import ToolDeclaration
+
+if TYPE_CHECKING:
+    from agents.base_agent import BaseAgent
+    from agents.llm_agent import LlmAgent
+
+TRANSFER_TOOL = "transfer_to_agent"
+
+
+def transfer_targets(agent: LlmAgent) -> list[BaseAgent]:
+    """Sub-agents always; parent and peers only under an LLM parent, unless disallowed."""
+    from agents.llm_agent import LlmAgent
+
+    targets: list[BaseAgent] = list(agent.sub_agents)
+    parent = agent.parent
+    if not isinstance(parent, LlmAgent):
+        return targets
+    if not agent.disallow_transfer_to_parent:
+        targets.append(parent)
+    if not agent.disallow_transfer_to_peers:
+        targets.extend(peer for peer in parent.sub_agents if peer is not agent)
+    return targets
+
+
+def transfer_declaration(targets: list[BaseAgent]) -> ToolDeclaration:
+    """`transfer_to_agent(agent_name)` with `agent_name` limited to exactly `targets`."""
+    return ToolDeclaration(
+        name=TRANSFER_TOOL,
+        description="Hand the conversation to another agent, which then answers the user.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "agent_name": {
+                    "type": "string",
+                    "enum": [t.name for t in targets],
+                    "description": "The agent to transfer to.",
+                }
+            },
+            "required": ["agent_name"],
+        },
+    )
+
+
+def transfer_instruction(agent: LlmAgent, targets: list[BaseAgent]) -> str:
+    """The text that tells the model whom it may transfer to, by their descriptions."""
+    lines = ["You can transfer the conversation to these agents:"]
+    for target in targets:
+        lines.append(f"- {target.name}: {target.description or '(no description)'}")
+    lines.append(
+        "If you are the best agent for the request according to your description, answer it "
+        f"yourself. If another agent is better, call `{TRANSFER_TOOL}` with its name and write "
+        "nothing else."
+    )
+    parent = agent.parent
+    if parent is not None and parent in targets:
+        lines.append(
+            f"Your parent agent is {parent.name}. If neither you nor the other agents fit the "
+            "request, transfer to your parent agent."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""Build an agent tree from YAML, so a team can change its tree without code.
+
+Every reference to an agent builds a new instance (a factory per name), so no instance
+is ever shared between two parents. AgentTool children get their own instances too.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.base_agent import BaseAgent
+from agents.errors import AgentTreeError
+from agents.llm_agent import LlmAgent
+from agents.models.base import GenerateConfig, Model
+from agents.tools import AgentTool, BaseTool, FunctionTool
+from agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
+
+DEFAULT_TREE = Path(__file__).with_name("support_tree.yaml")
+
+_LLM_KEYS = {
+    "type", "description", "instruction", "model", "tools", "sub_agents", "output_key",
+    "include_contents", "disallow_transfer_to_parent", "disallow_transfer_to_peers",
+    "generate_config",
+}  # fmt: skip
+_WORKFLOW_KEYS = {"type", "description", "sub_agents", "max_iterations"}
+
+
+class TreeSpec:
+    """A parsed tree definition: a root name and one spec per agent name."""
+
+    def __init__(self, data: Mapping[str, Any], *, source: str = "<tree>") -> None:
+        agents = data.get("agents")
+        root = data.get("root")
+        if not isinstance(agents, Mapping) or not agents:
+            raise AgentTreeError(f"{source}: 'agents' must map names to agent specs")
+        if root not in agents:
+            raise AgentTreeError(f"{source}: root {root!r} is not defined under 'agents'")
+        self.root: str = root
+        self.agents: dict[str, dict[str, Any]] = {k: dict(v) for k, v in agents.items()}
+        self.source = source
+        for name, spec in self.agents.items():
+            kind = spec.get("type", "llm")
+            allowed = _LLM_KEYS if kind == "llm" else _WORKFLOW_KEYS
+            if kind not in ("llm", "sequential", "parallel", "loop"):
+                raise AgentTreeError(f"{source}: agent {name!r} has unknown type {kind!r}")
+            unknown = set(spec) - allowed
+            if unknown:
+                raise AgentTreeError(f"{source}: agent {name!r} has unknown keys {sorted(unknown)}")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TreeSpec:
+        path = Path(path)
+        return cls(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, source=str(path))
+
+    def build(self, *, model: Model | str | None = None) -> BaseAgent:
+        """A fresh tree. `model` is the default for LLM agents that name none."""
+        return self._build(self.root, model, stack=())
+
+    def _build(self, name: str, model: Model | str | None, stack: tuple[str, ...]) -> BaseAgent:
+        if name in stack:
+            raise AgentTreeError(f"{self.source}: agent {name!r} contains itself via {stack}")
+        spec = self.agents.get(name)
+        if spec is None:
+            raise AgentTreeError(f"{self.source}: unknown agent {name!r}")
+        stack = (*stack, name)
+        children = [self._build(child, model, stack) for child in spec.get("sub_agents", [])]
+        kind = spec.get("type", "llm")
+        description = spec.get("description", "")
+        if kind == "sequential":
+            return SequentialAgent(name=name, description=description, sub_agents=children)
+        if kind == "parallel":
+            return ParallelAgent(name=name, description=description, sub_agents=children)
+        if kind == "loop":
+            return LoopAgent(
+                name=name,
+                description=description,
+                sub_agents=children,
+                max_iterations=int(spec.get("max_iterations", 0)),
+            )
+        return LlmAgent(
+            name=name,
+            description=description,
+            model=spec.get("model") or model,
+            instruction=spec.get("instruction", ""),
+            tools=[self._tool(t, model, stack) for t in spec.get("tools", [])],
+            sub_agents=children,
+            output_key=spec.get("output_key"),
+            include_contents=spec.get("include_contents", "default"),
+            disallow_transfer_to_parent=bool(spec.get("disallow_transfer_to_parent", False)),
+            disallow_transfer_to_peers=bool(spec.get("disallow_transfer_to_peers", False)),
+            generate_config=GenerateConfig(**spec.get("generate_config", {})),
+        )
+
+    def _tool(self, ref: Any, model: Model | str | None, stack: tuple[str, ...]) -> BaseTool:
+        if isinstance(ref, Mapping) and "agent_tool" in ref:
+            child = self._build(str(ref["agent_tool"]), model, stack)
+            return AgentTool(child, skip_summarization=bool(ref.get("skip_summarization", False)))
+        if isinstance(ref, str) and ":" in ref:
+            module_name, _, attr = ref.partition(":")
+            try:
+                target = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                raise AgentTreeError(f"{self.source}: cannot import tool {ref!r}: {exc}") from exc
+            return target if isinstance(target, BaseTool) else FunctionTool(target)
+        raise AgentTreeError(f"{self.source}: a tool must be 'module:attr' or {{agent_tool: name}}")
+
+
+def build_support_tree(
+    *, model: Model | str | None = None, path: str | Path | None = None
+) -> BaseAgent:
+    """The support tree from `path`, or the default tree shipped with the package."""
+    return TreeSpec.from_file(path or DEFAULT_TREE).build(model=model)

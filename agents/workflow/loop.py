@@ -1,0 +1,41 @@
+"""LoopAgent: repeat the children until `max_iterations` or an escalation."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext
+from agents.errors import AgentTreeError
+from agents.events import Event
+
+
+class LoopAgent(BaseAgent):
+    """Runs its children in order, repeatedly.
+
+    It stops after `max_iterations` rounds, or after the child that produced an event
+    carrying `escalate` finishes. `max_iterations` is required: every loop is bounded.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        sub_agents: Sequence[BaseAgent] = (),
+        max_iterations: int,
+    ) -> None:
+        if max_iterations < 1:
+            raise AgentTreeError(f"loop {name!r} needs max_iterations >= 1")
+        super().__init__(name=name, description=description, sub_agents=sub_agents)
+        self.max_iterations = max_iterations
+
+    async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
+        for _ in range(self.max_iterations):
+            for child in self.sub_agents:
+                escalated = False
+                async for event in child.run_async(ctx):
+                    escalated = escalated or event.actions.escalate
+                    yield event
+                if escalated or ctx.end_invocation:
+                    return

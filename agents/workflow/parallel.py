@@ -1,0 +1,58 @@
+"""ParallelAgent: run the children concurrently, each on its own branch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext
+from agents.events import Event
+
+_DONE = object()
+
+
+class ParallelAgent(BaseAgent):
+    """Runs all children at once.
+
+    Each child runs on branch `<branch>.<child>` and so does not see its siblings'
+    events; all share session state (last writer wins, so give each its own key). A
+    child waits until its event has been persisted before it goes on, so its next step
+    sees its own history.
+    """
+
+    async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
+        queue: asyncio.Queue[tuple[object, asyncio.Future[None] | None]] = asyncio.Queue()
+        base = ctx.branch or self.name
+
+        async def run_child(child: BaseAgent) -> None:
+            try:
+                async for event in child.run_async(
+                    ctx.for_agent(child, branch=f"{base}.{child.name}")
+                ):
+                    resumed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                    await queue.put((event, resumed))
+                    await resumed
+            except BaseException as exc:  # delivered to the consumer, which re-raises
+                await queue.put((exc, None))
+            finally:
+                await queue.put((_DONE, None))
+
+        tasks = [asyncio.create_task(run_child(child)) for child in self.sub_agents]
+        pending = len(tasks)
+        try:
+            while pending:
+                item, resumed = await queue.get()
+                if item is _DONE:
+                    pending -= 1
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, Event)
+                yield item
+                if resumed is not None:
+                    resumed.set_result(None)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
