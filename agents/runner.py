@@ -26,6 +26,7 @@ MODEL_FAILURE_TEXT = (
     "I couldn't finish answering this because the model service failed. "
     "Your message is saved and a person will follow up."
 )
+EMPTY_MESSAGE_TEXT = "Your message was empty. What can I help you with?"
 INTERNAL_FAILURE_TEXT = (
     "I couldn't finish answering this because of an internal error. "
     "Your message is saved and a person will follow up."
@@ -85,6 +86,8 @@ class Runner:
         if session is None:
             raise SessionNotFoundError(session_id)
         invocation_id = invocation_id or new_invocation_id()
+        # Lone surrogates (from broken clients) cannot be encoded for storage or a model.
+        message = message.encode("utf-8", errors="replace").decode("utf-8")
         user_event = await self.session_service.append_event(
             session,
             Event(
@@ -108,6 +111,11 @@ class Runner:
         )
         REGISTRY.inc("support_bot_invocations_total")
         current = agent.name
+        if not message.strip():
+            yield await self._error_event(
+                ctx, current, "empty_message", "empty user message", EMPTY_MESSAGE_TEXT
+            )
+            return
         try:
             async for event in run_and_persist(agent, ctx):
                 current = event.author
