@@ -1,0 +1,163 @@
+"""`Database`: one engine and every store the bot keeps, opened and checked at start."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from storage.deliveries import DeliveryStore
+from storage.digests import DigestStore
+from storage.engine import SqlGate, create_engine, display_url, normalize_url
+from storage.errors import (
+    DatabaseOutdatedError,
+    DatabaseSchemaError,
+    DatabaseUnavailableError,
+)
+from storage.memory import MemoryStore
+from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
+from storage.schema import (
+    digests,
+    events,
+    memory,
+    sessions,
+    summary_runs,
+    threads,
+    user_state,
+)
+from storage.sessions import SqlSessionService
+from storage.summary_runs import SummaryRunStore
+from storage.threads import ThreadStore
+
+log = logging.getLogger(__name__)
+
+
+class Database:
+    """The bot's database. Open it with `await Database.open(url)`; close it when done."""
+
+    def __init__(self, engine: AsyncEngine, url: URL) -> None:
+        self.engine = engine
+        self.url = url
+        self.gate = SqlGate(engine)
+        self.sessions = SqlSessionService(self.gate)
+        self.threads = ThreadStore(self.gate)
+        self.deliveries = DeliveryStore(self.gate)
+        self.digests = DigestStore(self.gate)
+        self.memory = MemoryStore(self.gate)
+        self.summary_runs = SummaryRunStore(self.gate)
+
+    @classmethod
+    async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:
+        """Connect and check the schema.
+
+        With `migrate`, pending migrations are applied to SQLite (an embedded file has
+        one owner). PostgreSQL is shared by several processes and is only migrated by
+        `support-bot db upgrade`. Raises `DatabaseUnavailableError` when the database
+        cannot be reached, `DatabaseOutdatedError` when its schema is behind the code and
+        was not migrated, `DatabaseSchemaError` when it is ahead of the code.
+        """
+        parsed = normalize_url(url)
+        engine = create_engine(parsed)
+        try:
+            await _check_reachable(engine, parsed)
+            await _prepare_schema(engine, parsed, migrate=migrate)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return cls(engine, parsed)
+
+    async def healthcheck(self) -> bool:
+        """True when a trivial query succeeds."""
+        try:
+            async with self.engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+        except (SQLAlchemyError, OSError) as exc:
+            log.warning("database healthcheck failed: %s", _first_line(exc))
+            return False
+        return True
+
+    async def forget_user(self, user_id: str) -> dict[str, int]:
+        """Delete everything that names `user_id` in one transaction: sessions, their
+        events, user state, threads, digests, memory and summary runs. Returns the number
+        of rows deleted per kind."""
+        session_ids = sa.select(sessions.c.session_id).where(sessions.c.user_id == user_id)
+        session_pks = sa.select(sessions.c.pk).where(sessions.c.user_id == user_id)
+        deletions = {
+            "events": sa.delete(events).where(events.c.session_pk.in_(session_pks)),
+            "summary_runs": sa.delete(summary_runs).where(
+                summary_runs.c.session_id.in_(session_ids)
+            ),
+            "digests": sa.delete(digests).where(
+                sa.or_(digests.c.user_id == user_id, digests.c.source_session_id.in_(session_ids))
+            ),
+            "memory": sa.delete(memory).where(
+                sa.or_(memory.c.user_id == user_id, memory.c.session_id.in_(session_ids))
+            ),
+            "threads": sa.delete(threads).where(
+                sa.or_(threads.c.user_id == user_id, threads.c.session_id.in_(session_ids))
+            ),
+            "user_state": sa.delete(user_state).where(user_state.c.user_id == user_id),
+            # Last: the statements above find the user's rows through it.
+            "sessions": sa.delete(sessions).where(sessions.c.user_id == user_id),
+        }
+
+        async def tx(conn: AsyncConnection) -> dict[str, int]:
+            counts = {}
+            for kind, statement in deletions.items():
+                counts[kind] = (await conn.execute(statement)).rowcount
+            return counts
+
+        counts = await self.gate.write(tx)
+        log.info("forgot user %s: %s", user_id, counts)
+        return counts
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    async def __aenter__(self) -> Database:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def _check_reachable(engine: AsyncEngine, url: URL) -> None:
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        # One line, no chained traceback: this is an operator's configuration problem.
+        raise DatabaseUnavailableError(
+            f"cannot open database {display_url(url)}: {_first_line(exc)}"
+        ) from None
+
+
+async def _prepare_schema(engine: AsyncEngine, url: URL, *, migrate: bool) -> None:
+    async with engine.connect() as conn:
+        status, current = await conn.run_sync(schema_status)
+    if status is SchemaStatus.CURRENT:
+        return
+    head = head_revision()
+    if status is SchemaStatus.UNKNOWN:
+        raise DatabaseSchemaError(
+            f"database {display_url(url)} is at schema revision {current}, which this code "
+            f"does not know (newest is {head}); run a newer support-bot"
+        )
+    if migrate and engine.dialect.name == "sqlite":
+        log.info("migrating %s from %s to %s", display_url(url), current or "empty", head)
+        await upgrade_engine(engine)
+        return
+    raise DatabaseOutdatedError(
+        f"database {display_url(url)} is at schema revision {current or 'none'} but this code "
+        f"needs {head}; run `support-bot db upgrade`"
+    )

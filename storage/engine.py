@@ -1,0 +1,167 @@
+"""Engine creation and the transaction gate every store writes through.
+
+SQLite: WAL, `busy_timeout`, foreign keys, and write transactions that start with
+`BEGIN IMMEDIATE`, so a writer takes the lock up front instead of failing to upgrade a
+read lock half-way ("database is locked"). SQLite has one writer at a time, so writes
+from this process also queue on one asyncio lock, which subsumes a per-session lock and
+is cheaper than polling the busy handler; other processes are covered by
+`busy_timeout` and a bounded retry. PostgreSQL: a pooled engine; callers take row locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from storage.errors import StorageWriteError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+MAX_WRITE_ATTEMPTS = 8
+_RETRY_BASE_DELAY_S = 0.02
+# "deadlock detected" and "could not serialize access": safe to rerun the transaction.
+_PG_RETRYABLE_SQLSTATES = {"40P01", "40001"}
+# "disk full", "read-only transaction" and "insufficient resources".
+_PG_REFUSED_WRITE_SQLSTATES = {"53100", "25006", "53000"}
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Map plain `sqlite://` and `postgresql://` URLs to their async drivers."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite" and parsed.drivername != "sqlite+aiosqlite":
+        return parsed.set(drivername="sqlite+aiosqlite")
+    if backend in ("postgresql", "postgres") and parsed.drivername != "postgresql+asyncpg":
+        return parsed.set(drivername="postgresql+asyncpg")
+    return parsed
+
+
+def display_url(url: URL) -> str:
+    """The URL without its password, for messages."""
+    return url.render_as_string(hide_password=True)
+
+
+def create_engine(url: str | URL) -> AsyncEngine:
+    """An async engine configured for the backend named by `url`."""
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    return create_async_engine(
+        parsed, pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=60
+    )
+
+
+def _sqlite_engine(url: URL) -> AsyncEngine:
+    in_memory = url.database in (None, "", ":memory:")
+    # An in-memory database exists per connection, so every user must share one.
+    kwargs: dict[str, Any] = {"poolclass": StaticPool} if in_memory else {}
+    engine = create_async_engine(url, **kwargs)
+
+    @sa_event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take over BEGIN from the driver so writes can say BEGIN IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if not in_memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @sa_event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        immediate = conn.get_execution_options().get("sqlite_immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True for lock contention that a fresh transaction can get past."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    message = str(exc.orig).lower()
+    if "database is locked" in message or "database is busy" in message:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return sqlstate in _PG_RETRYABLE_SQLSTATES
+
+
+class SqlGate:
+    """Runs read and write transactions against one engine, the right way per backend."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.is_sqlite = engine.dialect.name == "sqlite"
+        self._write_engine = (
+            engine.execution_options(sqlite_immediate=True) if self.is_sqlite else engine
+        )
+        self._sqlite_writer = asyncio.Lock()
+
+    def insert(self, table: sa.Table) -> Any:
+        """A dialect `INSERT` with `on_conflict_do_nothing` / `on_conflict_do_update`."""
+        if self.is_sqlite:
+            return sqlite.insert(table)
+        return postgresql.insert(table)
+
+    async def read(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL)."""
+        async with self.engine.connect() as conn:
+            async with conn.begin():
+                return await fn(conn)
+
+    async def write(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Run `fn` in one write transaction, retried whole on lock contention.
+
+        `fn` must only touch the database: it may run more than once.
+        """
+        for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+            try:
+                if self.is_sqlite:
+                    async with self._sqlite_writer:
+                        return await self._write_once(fn)
+                return await self._write_once(fn)
+            except DBAPIError as exc:
+                if not is_retryable(exc) or attempt == MAX_WRITE_ATTEMPTS:
+                    failure = _write_error(exc)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
+                delay = _RETRY_BASE_DELAY_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+                log.info("write contended (%s); retry %d in %.3fs", exc.orig, attempt, delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _write_once(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        async with self._write_engine.begin() as conn:
+            return await fn(conn)
+
+
+def _write_error(exc: DBAPIError) -> Exception:
+    """Turn a final write failure into a one-line message when we can name its cause."""
+    message = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+    lowered = message.lower()
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate in _PG_REFUSED_WRITE_SQLSTATES or (
+        isinstance(exc, OperationalError)
+        and ("readonly" in lowered or "read-only" in lowered or "full" in lowered)
+    ):
+        return StorageWriteError(f"the database refused a write: {message}")
+    if is_retryable(exc):
+        return StorageWriteError(f"the database stayed locked after retries: {message}")
+    return exc

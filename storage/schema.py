@@ -1,0 +1,170 @@
+"""The tables, as SQLAlchemy Core metadata; the Alembic migrations build exactly this.
+
+Events keep their full JSON in `data` (the source of truth when loading) next to the
+columns that are queried. Sessions carry the counters that make appends and
+`since_compaction` loading cheap: `last_seq` (the per-session event id counter) and the
+latest compaction's own seq and window start. App and user state live in their own
+tables, one row per key, so concurrent writers to different keys never lose updates.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+# BIGINT on PostgreSQL; SQLite only auto-increments an INTEGER PRIMARY KEY.
+RowId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    sa.Column("pk", RowId, primary_key=True, autoincrement=True),
+    sa.Column("app_name", sa.String(128), nullable=False),
+    sa.Column("user_id", sa.String(128), nullable=False),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("state", sa.JSON, nullable=False),
+    sa.Column("last_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("compaction_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("compaction_start_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("app_name", "user_id", "session_id"),
+    sa.Index(None, "user_id"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("pk", RowId, primary_key=True, autoincrement=True),
+    sa.Column(
+        "session_pk",
+        RowId,
+        sa.ForeignKey("sessions.pk", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("event_id", sa.String(32), nullable=False),
+    sa.Column("invocation_id", sa.String(64), nullable=False),
+    sa.Column("author", sa.String(128), nullable=False),
+    sa.Column("timestamp", sa.Float, nullable=False),
+    sa.Column("slack_ts", sa.String(32), nullable=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.UniqueConstraint("session_pk", "seq"),
+)
+
+app_state = sa.Table(
+    "app_state",
+    metadata,
+    sa.Column("app_name", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("value", sa.JSON, nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+user_state = sa.Table(
+    "user_state",
+    metadata,
+    sa.Column("app_name", sa.String(128), primary_key=True),
+    sa.Column("user_id", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("value", sa.JSON, nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Index(None, "user_id"),
+)
+
+threads = sa.Table(
+    "threads",
+    metadata,
+    sa.Column("team_id", sa.String(32), primary_key=True),
+    sa.Column("channel_id", sa.String(32), primary_key=True),
+    sa.Column("thread_ts", sa.String(32), primary_key=True),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("app_name", sa.String(128), nullable=False),
+    sa.Column("user_id", sa.String(128), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False, server_default="active"),
+    sa.Column("owner_agent", sa.String(128), nullable=True),
+    sa.Column("last_activity_at", sa.Float, nullable=False),
+    sa.Column("needs_attention", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("attention_reason", sa.Text, nullable=True),
+    sa.Column("digest_state", sa.String(16), nullable=False, server_default="pending"),
+    sa.Column("last_digest_id", RowId, nullable=True),
+    sa.Column("last_digested_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("lease_owner", sa.String(128), nullable=True),
+    sa.Column("lease_expires_at", sa.Float, nullable=True),
+    sa.Column("source_session_id", sa.String(128), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index(None, "session_id"),
+    sa.Index(None, "user_id"),
+    # find_idle is a range scan over pending threads ordered by last activity.
+    sa.Index("ix_threads_idle", "digest_state", "last_activity_at"),
+)
+
+deliveries = sa.Table(
+    "deliveries",
+    metadata,
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index(None, "created_at"),
+)
+
+digests = sa.Table(
+    "digests",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("record", sa.JSON, nullable=False),
+    sa.Column("source_session_id", sa.String(128), nullable=False),
+    sa.Column("user_id", sa.String(128), nullable=True),
+    sa.Column("team_id", sa.String(32), nullable=True),
+    sa.Column("channel_id", sa.String(32), nullable=True),
+    sa.Column("thread_ts", sa.String(32), nullable=True),
+    sa.Column("cited_event_ids", sa.JSON, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("problems", sa.JSON, nullable=False),
+    sa.Column("cost", sa.Float, nullable=False),
+    sa.Column("prompt_tokens", sa.Integer, nullable=False),
+    sa.Column("completion_tokens", sa.Integer, nullable=False),
+    sa.Column("slack_ts", sa.String(32), nullable=True),
+    sa.Column("supersedes_digest_id", RowId, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index(None, "source_session_id"),
+    sa.Index(None, "user_id"),
+)
+
+memory = sa.Table(
+    "memory",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("user_id", sa.String(128), nullable=False),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("event_ids", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index(None, "user_id"),
+)
+
+summary_runs = sa.Table(
+    "summary_runs",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("first_attempt_pass", sa.Boolean, nullable=False),
+    sa.Column("fallback", sa.Boolean, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("problems", sa.JSON, nullable=False),
+    sa.Column("prompt_tokens", sa.Integer, nullable=False),
+    sa.Column("completion_tokens", sa.Integer, nullable=False),
+    sa.Column("cost", sa.Float, nullable=False),
+    sa.Column("latency_s", sa.Float, nullable=False),
+    sa.Column("model", sa.String(128), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Index(None, "session_id"),
+)

@@ -1,0 +1,238 @@
+"""`SqlSessionService`: the `agents.session_service.SessionService` contract on SQL.
+
+An append is one short write transaction: lock the session row (`SELECT ... FOR UPDATE`
+on PostgreSQL; SQLite's single writer is taken by `BEGIN IMMEDIATE`), take the next
+seq from the row's counter, insert the event, advance the row, upsert app and user
+keys. Nothing compares versions, so concurrent writers queue instead of failing with
+"stale session" errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agents.events import Event, event_seq
+from agents.metrics import REGISTRY
+from agents.session import Session
+from agents.session_service import SessionNotFoundError
+from agents.state import split_delta, without_temp
+from storage.engine import SqlGate
+from storage.schema import events, sessions
+from storage.scoped_state import read_app, read_users, write_scoped
+
+log = logging.getLogger(__name__)
+
+CORRUPT_EVENTS_METRIC = "storage_corrupt_events_total"
+
+
+def _session_where(app_name: str, user_id: str, session_id: str) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        sessions.c.app_name == app_name,
+        sessions.c.user_id == user_id,
+        sessions.c.session_id == session_id,
+    )
+
+
+class SqlSessionService:
+    """Sessions, events and scoped state in SQL; behaves like `InMemorySessionService`."""
+
+    def __init__(self, gate: SqlGate) -> None:
+        self._gate = gate
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        sid = session_id or uuid.uuid4().hex
+        app, user, own = split_delta(state or {})
+        now = time.time()
+
+        async def tx(conn: AsyncConnection) -> dict[str, Any]:
+            inserted = await conn.execute(
+                self._gate.insert(sessions)
+                .values(
+                    app_name=app_name,
+                    user_id=user_id,
+                    session_id=sid,
+                    state=own,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .on_conflict_do_nothing()
+                .returning(sessions.c.pk)
+            )
+            if inserted.first() is None:
+                raise ValueError(f"session {sid} already exists")
+            await write_scoped(
+                self._gate, conn, app_name=app_name, user_id=user_id, app=app, user=user, now=now
+            )
+            return await _merged_state(conn, app_name, user_id, own)
+
+        merged = await self._gate.write(tx)
+        return Session(
+            id=sid,
+            app_name=app_name,
+            user_id=user_id,
+            state=merged,
+            created_at=now,
+            last_update_time=now,
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        since_compaction: bool = False,
+    ) -> Session | None:
+        async def tx(conn: AsyncConnection) -> Session | None:
+            row = (
+                await conn.execute(
+                    sa.select(sessions).where(_session_where(app_name, user_id, session_id))
+                )
+            ).first()
+            if row is None:
+                return None
+            query = sa.select(events.c.pk, events.c.data).where(
+                events.c.session_pk == row.pk, events.c.seq <= row.last_seq
+            )
+            windowed = since_compaction and row.compaction_seq > 0
+            if windowed:
+                query = query.where(
+                    sa.or_(
+                        events.c.seq >= row.compaction_start_seq,
+                        events.c.seq == row.compaction_seq,
+                    )
+                )
+            event_rows = (await conn.execute(query.order_by(events.c.seq))).all()
+            return Session(
+                id=session_id,
+                app_name=app_name,
+                user_id=user_id,
+                state=await _merged_state(conn, app_name, user_id, row.state),
+                events=_decode(event_rows, session_id),
+                created_at=row.created_at,
+                last_update_time=row.updated_at,
+                events_complete=not windowed or len(event_rows) == row.last_seq,
+            )
+
+        return await self._gate.read(tx)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        delta = without_temp(event.actions.state_delta)
+        actions = event.actions.model_copy(update={"state_delta": delta})
+        app, user, own = split_delta(delta)
+        compaction = event.actions.compaction
+
+        async def tx(conn: AsyncConnection) -> Event:
+            query = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(
+                _session_where(session.app_name, session.user_id, session.id)
+            )
+            if not self._gate.is_sqlite:
+                query = query.with_for_update()
+            row = (await conn.execute(query)).first()
+            if row is None:
+                raise SessionNotFoundError(session.id)
+            seq = row.last_seq + 1
+            stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
+            await conn.execute(
+                sa.insert(events).values(
+                    session_pk=row.pk,
+                    seq=seq,
+                    event_id=stored.id,
+                    invocation_id=stored.invocation_id,
+                    author=stored.author,
+                    timestamp=stored.timestamp,
+                    slack_ts=stored.slack_ts,
+                    data=stored.model_dump_json(),
+                )
+            )
+            changes: dict[str, Any] = {"last_seq": seq, "updated_at": stored.timestamp}
+            if own:
+                changes["state"] = {**row.state, **own}
+            if compaction is not None:
+                changes["compaction_seq"] = seq
+                changes["compaction_start_seq"] = event_seq(compaction.start_event_id)
+            await conn.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(changes))
+            await write_scoped(
+                self._gate,
+                conn,
+                app_name=session.app_name,
+                user_id=session.user_id,
+                app=app,
+                user=user,
+                now=stored.timestamp,
+            )
+            return stored
+
+        stored = await self._gate.write(tx)
+        session.events.append(stored)
+        session.state.update(delta)
+        session.last_update_time = stored.timestamp
+        return stored
+
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> list[Session]:
+        async def tx(conn: AsyncConnection) -> list[Session]:
+            query = sa.select(sessions).where(sessions.c.app_name == app_name)
+            if user_id is not None:
+                query = query.where(sessions.c.user_id == user_id)
+            rows = (await conn.execute(query.order_by(sessions.c.pk))).all()
+            app = await read_app(conn, app_name)
+            users = await read_users(conn, app_name, None if user_id is None else [user_id])
+            return [
+                Session(
+                    id=row.session_id,
+                    app_name=app_name,
+                    user_id=row.user_id,
+                    state={**row.state, **app, **users.get(row.user_id, {})},
+                    created_at=row.created_at,
+                    last_update_time=row.updated_at,
+                )
+                for row in rows
+            ]
+
+        return await self._gate.read(tx)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        async def tx(conn: AsyncConnection) -> None:
+            where = _session_where(app_name, user_id, session_id)
+            owned = sa.select(sessions.c.pk).where(where)
+            await conn.execute(sa.delete(events).where(events.c.session_pk.in_(owned)))
+            await conn.execute(sa.delete(sessions).where(where))
+
+        await self._gate.write(tx)
+
+
+async def _merged_state(
+    conn: AsyncConnection, app_name: str, user_id: str, own: dict[str, Any]
+) -> dict[str, Any]:
+    app = await read_app(conn, app_name)
+    user = (await read_users(conn, app_name, [user_id])).get(user_id, {})
+    return {**own, **app, **user}
+
+
+def _decode(rows: Sequence[Any], session_id: str) -> list[Event]:
+    """Events from their JSON; a corrupt row is logged and skipped, not fatal."""
+    decoded = []
+    for row in rows:
+        pk, data = row.pk, row.data
+        try:
+            decoded.append(Event.model_validate_json(data))
+        except (ValidationError, ValueError) as exc:
+            reason = str(exc).splitlines()[0]
+            log.error("skipping corrupt event row %s in session %s: %s", pk, session_id, reason)
+            REGISTRY.inc(CORRUPT_EVENTS_METRIC)
+    return decoded

@@ -1,0 +1,251 @@
+"""The thread map: a Slack thread `(team_id, channel_id, thread_ts)` points to a session.
+
+It also carries what the digest scheduler needs: last activity, digest progress and a
+lease. `digest_state` is "pending" once the thread has had activity since its last
+digest (set by `create`, `touch` and `remap`) and "digested" once a digest covered every
+event; `find_idle` range-scans the (digest_state, last_activity_at) index and checks
+the session row's event counter, so it never reads event rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from storage.engine import SqlGate
+from storage.schema import sessions, threads
+
+ThreadStatus = Literal["active", "handed_off", "closed"]
+DigestState = Literal["pending", "digested"]
+
+
+class ThreadKey(BaseModel):
+    """Identifies a Slack thread."""
+
+    model_config = ConfigDict(frozen=True)
+
+    team_id: str
+    channel_id: str
+    thread_ts: str
+
+
+class ThreadRecord(BaseModel):
+    """One row of the thread map."""
+
+    team_id: str
+    channel_id: str
+    thread_ts: str
+    session_id: str
+    app_name: str
+    user_id: str
+    status: ThreadStatus = "active"
+    owner_agent: str | None = None
+    last_activity_at: float
+    needs_attention: bool = False
+    attention_reason: str | None = None
+    digest_state: DigestState = "pending"
+    last_digest_id: int | None = None
+    last_digested_seq: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+    source_session_id: str | None = None
+    created_at: float
+
+    @property
+    def key(self) -> ThreadKey:
+        return ThreadKey(team_id=self.team_id, channel_id=self.channel_id, thread_ts=self.thread_ts)
+
+
+def _key_where(key: ThreadKey) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        threads.c.team_id == key.team_id,
+        threads.c.channel_id == key.channel_id,
+        threads.c.thread_ts == key.thread_ts,
+    )
+
+
+_SESSION_OF_THREAD = sa.and_(
+    sessions.c.app_name == threads.c.app_name,
+    sessions.c.user_id == threads.c.user_id,
+    sessions.c.session_id == threads.c.session_id,
+)
+
+
+def _record(row: Any) -> ThreadRecord:
+    return ThreadRecord.model_validate(dict(row._mapping))
+
+
+class ThreadStore:
+    """Reads and guarded updates of the thread map."""
+
+    def __init__(self, gate: SqlGate) -> None:
+        self._gate = gate
+
+    async def get(self, key: ThreadKey) -> ThreadRecord | None:
+        async def tx(conn: AsyncConnection) -> ThreadRecord | None:
+            row = (await conn.execute(sa.select(threads).where(_key_where(key)))).first()
+            return None if row is None else _record(row)
+
+        return await self._gate.read(tx)
+
+    async def get_by_session(self, session_id: str) -> ThreadRecord | None:
+        """The thread that currently maps to `session_id`, if any."""
+
+        async def tx(conn: AsyncConnection) -> ThreadRecord | None:
+            query = sa.select(threads).where(threads.c.session_id == session_id).limit(1)
+            row = (await conn.execute(query)).first()
+            return None if row is None else _record(row)
+
+        return await self._gate.read(tx)
+
+    async def create(
+        self,
+        key: ThreadKey,
+        *,
+        session_id: str,
+        app_name: str,
+        user_id: str,
+        owner_agent: str | None = None,
+        source_session_id: str | None = None,
+        now: float,
+    ) -> ThreadRecord:
+        """Map a new thread; if another writer mapped it first, return that row."""
+
+        async def tx(conn: AsyncConnection) -> ThreadRecord:
+            await conn.execute(
+                self._gate.insert(threads)
+                .values(
+                    team_id=key.team_id,
+                    channel_id=key.channel_id,
+                    thread_ts=key.thread_ts,
+                    session_id=session_id,
+                    app_name=app_name,
+                    user_id=user_id,
+                    owner_agent=owner_agent,
+                    source_session_id=source_session_id,
+                    last_activity_at=now,
+                    created_at=now,
+                )
+                .on_conflict_do_nothing()
+            )
+            row = (await conn.execute(sa.select(threads).where(_key_where(key)))).one()
+            return _record(row)
+
+        return await self._gate.write(tx)
+
+    async def _update(self, key: ThreadKey, values: dict[str, Any], *guards: Any) -> bool:
+        async def tx(conn: AsyncConnection) -> bool:
+            stmt = (
+                sa.update(threads)
+                .where(_key_where(key), *guards)
+                .values(values)
+                .returning(threads.c.thread_ts)
+            )
+            return (await conn.execute(stmt)).first() is not None
+
+        return await self._gate.write(tx)
+
+    async def remap(
+        self,
+        key: ThreadKey,
+        *,
+        session_id: str,
+        owner_agent: str | None,
+        source_session_id: str | None,
+    ) -> bool:
+        """Point the thread at another session. Digest progress restarts, since event
+        seqs are per session. False when the thread is unknown."""
+        return await self._update(
+            key,
+            {
+                "session_id": session_id,
+                "owner_agent": owner_agent,
+                "source_session_id": source_session_id,
+                "last_digested_seq": 0,
+                "digest_state": "pending",
+            },
+        )
+
+    async def touch(self, key: ThreadKey, *, now: float, owner_agent: str | None = None) -> bool:
+        """Record activity at `now` (and the owning agent, when given)."""
+        values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
+        if owner_agent is not None:
+            values["owner_agent"] = owner_agent
+        return await self._update(key, values)
+
+    async def set_status(self, key: ThreadKey, status: ThreadStatus) -> bool:
+        return await self._update(key, {"status": status})
+
+    async def flag(self, key: ThreadKey, reason: str) -> bool:
+        """Mark the thread as needing a person's attention, with the reason."""
+        return await self._update(key, {"needs_attention": True, "attention_reason": reason})
+
+    async def clear_flag(self, key: ThreadKey) -> bool:
+        return await self._update(key, {"needs_attention": False, "attention_reason": None})
+
+    async def find_idle(self, *, now: float, idle_after: float, limit: int) -> list[ThreadRecord]:
+        """Threads with no activity for `idle_after` seconds, events newer than their last
+        digest, and no live lease; least recently active first."""
+        query = (
+            sa.select(threads)
+            .join(sessions, _SESSION_OF_THREAD)
+            .where(
+                threads.c.digest_state == "pending",
+                threads.c.last_activity_at <= now - idle_after,
+                sessions.c.last_seq > threads.c.last_digested_seq,
+                sa.or_(threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now),
+            )
+            .order_by(threads.c.digest_state, threads.c.last_activity_at)
+            .limit(limit)
+        )
+
+        async def tx(conn: AsyncConnection) -> list[ThreadRecord]:
+            return [_record(row) for row in await conn.execute(query)]
+
+        return await self._gate.read(tx)
+
+    async def claim(self, key: ThreadKey, *, owner: str, now: float, lease_seconds: float) -> bool:
+        """Take the thread's lease if it is free or expired. One guarded UPDATE, so of
+        several concurrent claimers exactly one gets True."""
+        return await self._update(
+            key,
+            {"lease_owner": owner, "lease_expires_at": now + lease_seconds},
+            sa.or_(threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now),
+        )
+
+    async def release(
+        self,
+        key: ThreadKey,
+        *,
+        owner: str,
+        digested_seq: int | None = None,
+        digest_id: int | None = None,
+    ) -> bool:
+        """Drop `owner`'s lease, recording digest progress when given. The thread stays
+        pending if its session gained events beyond `digested_seq` meanwhile. False when
+        `owner` did not hold the lease."""
+        values: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
+        if digested_seq is not None:
+            session_last_seq = (
+                sa.select(sessions.c.last_seq).where(_SESSION_OF_THREAD).scalar_subquery()
+            )
+            values["last_digested_seq"] = digested_seq
+            values["digest_state"] = sa.case(
+                (sa.func.coalesce(session_last_seq, 0) > digested_seq, "pending"),
+                else_="digested",
+            )
+        if digest_id is not None:
+            values["last_digest_id"] = digest_id
+        return await self._update(key, values, threads.c.lease_owner == owner)
+
+    async def list_threads(self, limit: int = 100) -> list[ThreadRecord]:
+        """Most recently active threads first."""
+        query = sa.select(threads).order_by(threads.c.last_activity_at.desc()).limit(limit)
+
+        async def tx(conn: AsyncConnection) -> list[ThreadRecord]:
+            return [_record(row) for row in await conn.execute(query)]
+
+        return await self._gate.read(tx)
