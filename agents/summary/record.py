@@ -62,33 +62,34 @@ class HandoffRecord(BaseModel):
         return list(seen)
 
 
-def response_schema(max_sources: int = MAX_SOURCES) -> dict[str, Any]:
-    """The JSON schema the model must answer with (sent as the request's response_schema)."""
-    item = {
-        "type": "object",
-        "properties": {
-            "text": {"type": "string"},
-            "sources": {
-                "type": "array",
-                "items": {"type": "string", "pattern": "^e[0-9]+$"},
-                "minItems": 1,
-                "maxItems": max_sources,
-                "description": "The most specific event ids that support this item",
-            },
-        },
-        "required": ["text", "sources"],
-        "additionalProperties": False,
-    }
-    section = {"type": "array", "items": item}
-    return {
-        "type": "object",
-        "properties": {
-            "goal": {"type": "string"},
-            "facts": section,
-            "decisions": section,
-            "commitments": section,
-            "open_questions": section,
-        },
-        "required": ["goal", "facts", "decisions", "commitments", "open_questions"],
-        "additionalProperties": False,
-    }
+class ItemSchema(BaseModel):
+    """One statement and the 1 to 3 most specific events that support it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    sources: list[str] = Field(
+        min_length=1,
+        max_length=MAX_SOURCES,
+        description="The most specific event ids (e.g. e7) that support this item",
+    )
+
+
+# The answer contract sent to the model as `output_schema` (so as `response_schema`); its
+# docstrings are read by the model. Parsing uses the lenient `HandoffRecord`, so an
+# over-cited item is reported by name by the validator rather than as a schema error.
+class HandoffSchema(BaseModel):
+    """A handoff record: the goal, then cited facts, decisions, commitments, open questions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str
+    facts: list[ItemSchema]
+    decisions: list[ItemSchema]
+    commitments: list[ItemSchema]
+    open_questions: list[ItemSchema]
+
+
+def response_schema() -> dict[str, Any]:
+    """The JSON schema the model is asked to answer with (`maxItems` on every `sources`)."""
+    return HandoffSchema.model_json_schema()

@@ -1,0 +1,150 @@
+"""Content checks beyond structure: relevance terms, promises, answered questions, loops.
+
+Pure functions over event text. They find what a record must cover (an agent's
+promises) and what it must not claim (an open question a later agent turn answered),
+and they spot a model repeating itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from agents.events import Event
+
+_STOPWORDS = frozenset(
+    """about above after again against also because been before being below between both
+    could customer does doing down during each from further have having here into itself just
+    more most other over same should some such than that their them then there these they this
+    those through under until very what when where which while will with would your yours
+    agent user please thank thanks asked wants want said says told need needs""".split()
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+
+_NUMBER_WORDS = r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|a few|several|24|48|72"
+COMMITMENT_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        rf"\bwithin (?:the next )?(?:{_NUMBER_WORDS})(?:[- ](?:working|business|calendar))?"
+        r"[- ](?:days?|hours?|weeks?|minutes?)\b",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:I|we)(?:'ve| have) (?:just )?(?:issued|processed|submitted|sent|booked|cancel+ed|"
+        r"refunded|scheduled|filed|arranged|escalated|reported|reserved|credited|upgraded|"
+        r"downgraded|updated|changed|added|opened|initiated|requested)\b",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:I|we)(?:'ll| will| shall) (?!need\b|be (?:happy|glad)\b|help\b|assist\b|"
+        r"have to\b|be able\b)(?:personally |also |now |then )?[a-z]+",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:you|it|your \w+|the \w+) (?:will|should) (?:receive|arrive|get|be "
+        r"(?:refunded|credited|processed|sent|delivered|issued|charged|shipped|returned|"
+        r"reimbursed|contacted|notified))\b",
+        re.IGNORECASE,
+    ),
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+
+
+def key_terms(text: str) -> set[str]:
+    """Content words of `text`, cut to a 5-letter stem so "refunded" matches "refund"."""
+    return {word.lower()[:5] for word in _WORD.findall(text) if word.lower() not in _STOPWORDS}
+
+
+def event_content(event: Event) -> str:
+    """Everything an event says: text, tool args and results, compaction summary."""
+    chunks = [event.text]
+    for call in event.function_calls:
+        chunks.append(f"{call.name} {json.dumps(call.args, default=str)}")
+    for response in event.function_responses:
+        chunks.append(f"{response.name} {json.dumps(response.response, default=str)}")
+    if event.actions.compaction is not None:
+        chunks.append(event.actions.compaction.summary)
+    return "\n".join(chunks)
+
+
+def is_agent_text(event: Event) -> bool:
+    """An agent-authored message (not a tool call or result, not a compaction)."""
+    return (
+        event.author != "user"
+        and bool(event.text.strip())
+        and not event.function_calls
+        and not event.function_responses
+        and not event.is_compaction
+    )
+
+
+@dataclass(frozen=True)
+class Promise:
+    """An agent sentence that commits to an action or a time."""
+
+    event_id: str
+    sentence: str
+    phrase: str
+
+
+def find_promises(events: list[Event]) -> list[Promise]:
+    """Every agent-authored sentence matching a `COMMITMENT_PATTERNS` entry."""
+    found = []
+    for event in events:
+        if not is_agent_text(event):
+            continue
+        for match in _SENTENCE.finditer(event.text):
+            sentence = match.group().strip()
+            if sentence.endswith("?"):
+                continue  # "Shall I ...?" and "Will you ...?" offer, they don't promise
+            for pattern in COMMITMENT_PATTERNS:
+                hit = pattern.search(sentence)
+                if hit:
+                    found.append(Promise(event.id, sentence, hit.group()))
+                    break
+    return found
+
+
+def promise_covered(promise: Promise, commitment_texts: list[str], cited: set[str]) -> bool:
+    """A commitment cites the promise's event, or carries its time phrase or its terms."""
+    if promise.event_id in cited:
+        return True
+    phrase = promise.phrase.lower()
+    terms = key_terms(promise.sentence)
+    for text in commitment_texts:
+        if phrase in text.lower():
+            return True
+        if len(terms & key_terms(text)) >= min(2, len(terms)):
+            return True
+    return False
+
+
+def answering_event(
+    question: str, question_entities: set[str], after_seq: int, events: list[Event]
+) -> str | None:
+    """The first agent message after `after_seq` that shares an entity or the topic."""
+    terms = key_terms(question)
+    for event in events:
+        if event.seq <= after_seq or not is_agent_text(event):
+            continue
+        lowered = event.text.lower()
+        if any(value.lower() in lowered for value in question_entities):
+            return event.id
+        if len(terms) >= 2 and len(terms & key_terms(event.text)) >= 2:
+            return event.id
+    return None
+
+
+def repetition(text: str, *, n: int = 8, limit: int = 4) -> str | None:
+    """The most repeated `n`-word run when it occurs more than `limit` times, else None.
+
+    Looping models repeat the same clause or the same run of citations; a record with
+    distinct items seldom repeats eight consecutive words five times.
+    """
+    words = re.findall(r"\S+", text)
+    if len(words) < n * (limit + 1):
+        return None
+    counts = Counter(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
+    shingle, count = counts.most_common(1)[0]
+    return shingle if count > limit else None

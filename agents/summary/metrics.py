@@ -1,0 +1,91 @@
+"""Per-summary measurements: counters in `agents.metrics.REGISTRY` and a `SummaryRun` record.
+
+The service hands each `SummaryRun` to an optional sink (`async def add(run)`); storage's
+`SummaryRunStore` persists them so `support-bot stats` can print the first-attempt pass
+rate, the fallback rate and the cost per summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from agents.metrics import REGISTRY
+
+SUMMARIES_TOTAL = "support_bot_summaries_total"
+SUMMARY_PROBLEMS_TOTAL = "support_bot_summary_problems_total"
+SUMMARY_ATTEMPTS_TOTAL = "support_bot_summary_attempts_total"
+SUMMARY_TOKENS_TOTAL = "support_bot_summary_tokens_total"
+SUMMARY_COST_TOTAL = "support_bot_summary_cost_usd_total"
+
+REGISTRY.describe(SUMMARY_PROBLEMS_TOTAL, "counter", "Summary validation problems, by kind")
+REGISTRY.describe(SUMMARY_ATTEMPTS_TOTAL, "counter", "Summary model attempts, by result")
+REGISTRY.describe(SUMMARY_TOKENS_TOTAL, "counter", "Summary model tokens, by kind")
+REGISTRY.describe(SUMMARY_COST_TOTAL, "counter", "Summary model cost in USD")
+
+# Outcomes of `support_bot_summaries_total`.
+PASSED_FIRST = "passed_first_attempt"
+PASSED_RETRY = "passed_after_retry"
+FALLBACK = "no_summary"
+NO_SESSION = "no_session"
+
+
+@dataclass(frozen=True)
+class SummaryRun:
+    """One summary attempt cycle as persisted: outcome, problems, tokens, cost, latency."""
+
+    session_id: str
+    first_attempt_pass: bool
+    fallback: bool
+    attempts: int
+    problems: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_s: float = 0.0
+    model: str = ""
+    outcome: str = ""
+    no_high_value_entities: bool = False
+
+
+class SummaryRunSink(Protocol):
+    """Where `SummaryRun`s go (storage's `SummaryRunStore` implements it)."""
+
+    async def add(self, run: SummaryRun) -> None: ...
+
+
+def problem_kind(problem: str) -> str:
+    """A low-cardinality label for a problem sentence (for the problems counter)."""
+    for needle, kind in (
+        ("dropped entity", "dropped_entity"),
+        ("does not mention", "irrelevant_source"),
+        ("do not mention", "irrelevant_source"),
+        ("not support", "irrelevant_source"),
+        ("is not in the transcript", "unknown_source"),
+        ("has no sources", "no_sources"),
+        ("cite at most", "over_cited"),
+        ("possibly answered", "answered_question"),
+        ("missing commitment", "missing_commitment"),
+        ("sensitive", "sensitive_value"),
+        ("loops", "loop"),
+        ("cut off", "cut_off"),
+        ("model call failed", "model_error"),
+    ):
+        if needle in problem:
+            return kind
+    return "malformed"
+
+
+def count_attempt(problems: list[str]) -> None:
+    """Count one validated model attempt and each of its problems."""
+    REGISTRY.inc(SUMMARY_ATTEMPTS_TOTAL, result="pass" if not problems else "fail")
+    for problem in problems:
+        REGISTRY.inc(SUMMARY_PROBLEMS_TOTAL, kind=problem_kind(problem))
+
+
+def count_run(run: SummaryRun) -> None:
+    """Count one finished summary by outcome, with its tokens and cost."""
+    REGISTRY.inc(SUMMARIES_TOTAL, outcome=run.outcome)
+    REGISTRY.inc(SUMMARY_TOKENS_TOTAL, run.prompt_tokens, kind="prompt")
+    REGISTRY.inc(SUMMARY_TOKENS_TOTAL, run.completion_tokens, kind="completion")
+    REGISTRY.inc(SUMMARY_COST_TOTAL, run.cost)
