@@ -1,0 +1,79 @@
+"""Settings: every knob the bot reads from the environment (and an optional `.env`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+Mode = Literal["socket", "http", "chat"]
+
+
+class Settings(BaseSettings):
+    """Typed configuration. Slack credentials have no default; everything else does.
+
+    Secrets are `SecretStr` so that logging or printing a `Settings` never shows them.
+    """
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
+
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_url: str = "https://slack.com/api/"
+    support_lead_channel: str | None = None
+    support_leads: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(),
+        description="User ids allowed to summarise or hand off any thread (comma separated).",
+    )
+
+    database_url: str = "sqlite+aiosqlite:///support_bot.db"
+    model: str = "openai/gpt-4o-mini"
+    summary_model: str | None = None
+    compaction_model: str | None = None
+    model_api_base: str | None = None
+    model_api_key: SecretStr | None = None
+
+    idle_after_seconds: float = 1800
+    digest_scan_seconds: float = 60
+    compaction_interval: int = 3
+    compaction_overlap: int = 1
+    port: int = 3000
+    host: str = "0.0.0.0"
+
+    app_name: str = "support_bot"
+    bot_answers_other_bots: bool = False
+    max_concurrent_invocations: int = 32
+    shutdown_timeout_seconds: float = 20.0
+    chat_write_customize: bool = Field(
+        default=False,
+        description="The app has chat:write.customize: post replies under the agent's name.",
+    )
+    slack_retry_count: int = 3
+    max_message_chars: int = 3500
+    log_level: str = "INFO"
+
+    @field_validator("support_leads", mode="before")
+    @classmethod
+    def _parse_leads(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(v.strip() for v in value.split(",") if v.strip())
+        return value
+
+    def model_post_init(self, __context: object) -> None:
+        if not self.slack_api_url.endswith("/"):
+            object.__setattr__(self, "slack_api_url", self.slack_api_url + "/")
+
+    def mode(self) -> Mode:
+        """The start-up mode DESIGN.md prescribes: Socket Mode, HTTP, else the terminal chat."""
+        if self.slack_app_token is not None and self.slack_bot_token is not None:
+            return "socket"
+        if self.slack_signing_secret is not None and self.slack_bot_token is not None:
+            return "http"
+        return "chat"
+
+
+def secret(value: SecretStr | None) -> str | None:
+    """The plain value of an optional secret."""
+    return value.get_secret_value() if value is not None else None

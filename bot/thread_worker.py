@@ -1,0 +1,99 @@
+"""Background work: per-thread ordered queues under one global concurrency limit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[], Awaitable[None]]
+
+
+class WorkerClosedError(RuntimeError):
+    """Work was submitted after shutdown began."""
+
+
+class ThreadWorker:
+    """Runs jobs in background tasks that it keeps references to.
+
+    Jobs with the same key (a Slack thread) run one at a time in submission order;
+    different keys run concurrently, at most `max_concurrent` jobs at once overall.
+    `drain()` stops intake, lets in-flight work finish within a timeout, then cancels
+    what is left (each job handles its own cancellation, e.g. by telling the user).
+    """
+
+    def __init__(self, *, max_concurrent: int) -> None:
+        self._limit = asyncio.Semaphore(max_concurrent)
+        self._queues: dict[Hashable, deque[Job]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Jobs queued or running, plus loose tasks."""
+        return sum(len(q) for q in self._queues.values()) + len(self._tasks)
+
+    def submit(self, key: Hashable, job: Job) -> None:
+        """Queue `job` behind earlier jobs for `key`. Never blocks."""
+        if self._closed:
+            raise WorkerClosedError("shutting down")
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append(job)
+            return
+        self._queues[key] = deque([job])
+        self.spawn(self._drain_key(key))
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run `coro` in a tracked task (kept alive until done, awaited on drain)."""
+        if self._closed:
+            coro.close()
+            raise WorkerClosedError("shutting down")
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())
+
+    async def _drain_key(self, key: Hashable) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                job = queue[0]
+                async with self._limit:
+                    try:
+                        await job()
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("job failed", extra={"slack_thread": str(key)})
+                queue.popleft()
+        finally:
+            self._queues.pop(key, None)
+
+    async def drain(self, timeout: float) -> bool:
+        """Stop intake and wait up to `timeout` seconds; True when everything finished."""
+        self._closed = True
+        if not self._tasks:
+            return True
+        _, still_running = await asyncio.wait(set(self._tasks), timeout=timeout)
+        for task in still_running:
+            task.cancel()
+        if still_running:
+            await asyncio.wait(still_running, timeout=max(1.0, timeout / 4))
+            log.warning(
+                "cancelled unfinished work on shutdown", extra={"tasks": len(still_running)}
+            )
+        return not still_running

@@ -1,0 +1,42 @@
+"""Fixtures for end-to-end tests: the fake Slack Web API and the bot on real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import BotHarness, open_database
+from tests.fakes.slack_api import FakeSlackApi
+
+StartBot = Callable[..., Awaitable[BotHarness]]
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlackApi]:
+    async with FakeSlackApi(members={"C1": ["U1", "U2"], "CLEAD": ["ULEAD"]}) as api:
+        yield api
+
+
+@pytest.fixture
+async def database(tmp_path: Path) -> AsyncIterator[Any]:
+    db = await open_database(tmp_path)
+    yield db
+    await db.close()
+
+
+@pytest.fixture
+async def start_bot(slack: FakeSlackApi, database: Any) -> AsyncIterator[StartBot]:
+    """`await start_bot(agent, **settings)` starts the bot; all are stopped at teardown."""
+    started: list[BotHarness] = []
+
+    async def start(agent: Any, **kwargs: Any) -> BotHarness:
+        harness = await BotHarness.start(slack, agent=agent, db=database, **kwargs)
+        started.append(harness)
+        return harness
+
+    yield start
+    for harness in started:
+        await harness.stop()

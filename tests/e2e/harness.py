@@ -1,0 +1,215 @@
+"""Runs the bot's aiohttp app on a random port and sends it signed Slack requests."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import web
+
+from agents.base_agent import BaseAgent
+from agents.runner import Runner
+from bot.app import build_bolt_app, build_web_app, create_services, drain
+from bot.config import Settings
+from bot.services import BotServices
+from storage.database import Database
+from tests.fakes.slack_api import FakeSlackApi
+
+SIGNING_SECRET = "test-signing-secret"
+TEAM = "T1"
+
+
+def sign(
+    body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None
+) -> dict[str, str]:
+    """Headers Slack would send: `X-Slack-Request-Timestamp` and a v0 HMAC signature."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+
+
+async def open_database(tmp_path: Path) -> Database:
+    """A real SQLite database file in the test's temporary directory."""
+    return await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+
+
+class BotHarness:
+    """The bot under test: HTTP app on 127.0.0.1, Web API pointed at a `FakeSlackApi`."""
+
+    def __init__(self, slack: FakeSlackApi, services: BotServices, close: Any) -> None:
+        self.slack = slack
+        self.services = services
+        self._close_slack = close
+        self._events = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self.http: aiohttp.ClientSession | None = None
+        self.url = ""
+
+    @classmethod
+    async def start(
+        cls,
+        slack: FakeSlackApi,
+        *,
+        agent: BaseAgent,
+        db: Any,
+        summarizer: Any = None,
+        **settings: Any,
+    ) -> BotHarness:
+        config = Settings(
+            slack_bot_token="xoxb-test",
+            slack_signing_secret=SIGNING_SECRET,
+            slack_api_url=slack.url,
+            _env_file=None,
+            **settings,
+        )
+        runner = Runner(agent=agent, app_name=config.app_name, session_service=db.sessions)
+        services, client = await create_services(
+            config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
+        )
+        harness = cls(slack, services, client.close)
+        app = build_web_app(services, build_bolt_app(services))
+        harness._runner = web.AppRunner(app, access_log=None)
+        await harness._runner.setup()
+        site = web.TCPSite(harness._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        harness.url = f"http://127.0.0.1:{port}"
+        harness.http = aiohttp.ClientSession()
+        return harness
+
+    async def stop(self) -> None:
+        await drain(self.services)
+        assert self.http is not None
+        await self.http.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self._close_slack()
+
+    async def idle(self, timeout: float = 10.0) -> None:
+        """Wait until every background job has finished."""
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while self.services.worker.pending and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert not self.services.worker.pending, "background work did not finish"
+
+    async def post(
+        self,
+        body: str,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+        signed: bool = True,
+    ) -> aiohttp.ClientResponse:
+        assert self.http is not None
+        all_headers = {"Content-Type": content_type, **(sign(body) if signed else {})}
+        all_headers.update(headers or {})
+        async with self.http.post(f"{self.url}/slack/events", data=body, headers=all_headers) as r:
+            await r.read()
+            return r
+
+    async def send_event(
+        self, event: dict[str, Any], *, event_id: str | None = None, retry_num: int | None = None
+    ) -> aiohttp.ClientResponse:
+        """Deliver an `event_callback` the way Slack does (signed; retries carry headers)."""
+        body = json.dumps(
+            {
+                "token": "legacy",
+                "team_id": TEAM,
+                "api_app_id": "A1",
+                "type": "event_callback",
+                "event_id": event_id or f"Ev{next(self._events):06d}",
+                "event_time": int(time.time()),
+                "event": event,
+            }
+        )
+        headers = {}
+        if retry_num is not None:
+            headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"}
+        return await self.post(body, "application/json", headers)
+
+    async def send_command(
+        self, command: str, text: str, *, user: str = "U1", channel: str = "C1"
+    ) -> aiohttp.ClientResponse:
+        body = urlencode(
+            {
+                "token": "legacy",
+                "team_id": TEAM,
+                "channel_id": channel,
+                "user_id": user,
+                "command": command,
+                "text": text,
+                "trigger_id": "trig1",
+                "response_url": f"{self.slack.response_url_base}{next(self._events)}",
+                "api_app_id": "A1",
+            }
+        )
+        return await self.post(body, "application/x-www-form-urlencoded")
+
+    async def send_payload(self, payload: dict[str, Any]) -> aiohttp.ClientResponse:
+        """An interactivity payload (shortcut, view submission), form-encoded as Slack does."""
+        body = urlencode({"payload": json.dumps(payload)})
+        return await self.post(body, "application/x-www-form-urlencoded")
+
+    def message_shortcut(
+        self, callback_id: str, *, channel: str, ts: str, thread_ts: str, user: str = "U1"
+    ) -> dict[str, Any]:
+        return {
+            "type": "message_action",
+            "callback_id": callback_id,
+            "trigger_id": "trig2",
+            "team": {"id": TEAM},
+            "user": {"id": user},
+            "channel": {"id": channel},
+            "message": {"type": "message", "ts": ts, "thread_ts": thread_ts, "text": "x"},
+            "response_url": f"{self.slack.response_url_base}{next(self._events)}",
+            "api_app_id": "A1",
+            "token": "legacy",
+        }
+
+
+def dm(
+    text: str, *, ts: str, user: str = "U1", channel: str = "D1", thread_ts: str | None = None
+) -> dict[str, Any]:
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "channel": channel,
+        "user": user,
+        "text": text,
+        "ts": ts,
+    }
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event
+
+
+def channel_message(
+    text: str,
+    *,
+    ts: str,
+    user: str = "U1",
+    channel: str = "C1",
+    thread_ts: str | None = None,
+    mention: bool = False,
+    kind: str = "message",
+) -> dict[str, Any]:
+    event = {
+        "type": kind,
+        "channel": channel,
+        "user": user,
+        "ts": ts,
+        "text": f"<@UBOT> {text}" if mention else text,
+    }
+    if kind == "message":
+        event["channel_type"] = "channel"
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event

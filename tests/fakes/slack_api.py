@@ -1,0 +1,292 @@
+"""A fake Slack Web API: a real aiohttp server on 127.0.0.1 that records every call.
+
+Usage::
+
+    async with FakeSlackApi(members={"C1": ["U1"]}) as slack:
+        settings = Settings(slack_api_url=slack.url, ...)
+        ...
+        await slack.wait_for("chat.update", count=1)
+        assert slack.calls_to("chat.update")[0]["text"] == ...
+
+What it serves: `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEphemeral`,
+`chat.getPermalink`, `conversations.replies`, `conversations.members`,
+`conversations.info`, `users.info`, `views.open`, `views.publish`,
+`apps.connections.open` (answers `socket_url`), and `POST /response/<id>` for
+`response_url` callbacks (recorded as method `"response_url"`). Any other method
+answers `{"ok": true}` and is recorded.
+
+Faults: `fail("chat.postMessage", status=429, times=1, retry_after=1)` makes the
+next `times` calls of that method fail (429 carries `Retry-After`; any other status
+answers that HTTP status). Failed attempts are recorded in `attempts`, not `calls`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Call:
+    """One request the fake received: the method name and its decoded arguments."""
+
+    method: str
+    args: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+    status: int = 200
+
+
+@dataclass
+class _Fault:
+    status: int
+    remaining: int
+    retry_after: int
+
+
+class FakeSlackApi:
+    """A recording Slack Web API double. See the module docstring for the API."""
+
+    def __init__(
+        self,
+        *,
+        team_id: str = "T1",
+        bot_user_id: str = "UBOT",
+        bot_id: str = "BBOT",
+        members: dict[str, list[str]] | None = None,
+        socket_url: str | None = None,
+        latency: float = 0.0,
+    ) -> None:
+        self.team_id = team_id
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.members: dict[str, list[str]] = {k: list(v) for k, v in (members or {}).items()}
+        self.socket_url = socket_url
+        self.latency = latency
+        self.calls: list[Call] = []
+        self.attempts: list[Call] = []
+        # channel -> ts -> message dict (text, blocks, user/bot_id, thread_ts, ...)
+        self.messages: dict[str, dict[str, dict[str, Any]]] = {}
+        self._faults: dict[str, _Fault] = {}
+        self._ts = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        """Base URL to use as `SLACK_API_URL` (ends with `/`)."""
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    @property
+    def response_url_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/response/"
+
+    async def start(self) -> FakeSlackApi:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._handle)
+        app.router.add_get("/api/{method}", self._handle)
+        app.router.add_post("/response/{token}", self._handle_response_url)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def __aenter__(self) -> FakeSlackApi:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # --- test-facing helpers -------------------------------------------------------
+
+    def fail(self, method: str, *, status: int = 500, times: int = 1, retry_after: int = 1) -> None:
+        """Make the next `times` calls to `method` fail with `status`."""
+        self._faults[method] = _Fault(status=status, remaining=times, retry_after=retry_after)
+
+    def calls_to(self, method: str) -> list[dict[str, Any]]:
+        """Arguments of every successful call to `method`, in arrival order."""
+        return [c.args for c in self.calls if c.method == method]
+
+    def next_ts(self) -> str:
+        """A fresh, increasing Slack timestamp."""
+        return f"{1_700_000_000 + next(self._ts)}.000100"
+
+    def add_message(
+        self, channel: str, *, ts: str, text: str, user: str, thread_ts: str | None = None
+    ) -> None:
+        """Seed a human message (as if Slack had it) for `conversations.replies`."""
+        msg = {"type": "message", "ts": ts, "text": text, "user": user}
+        if thread_ts:
+            msg["thread_ts"] = thread_ts
+        self.messages.setdefault(channel, {})[ts] = msg
+
+    def thread(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """Messages of one thread (parent first), as currently stored."""
+        msgs = [
+            m
+            for ts, m in self.messages.get(channel, {}).items()
+            if ts == thread_ts or m.get("thread_ts") == thread_ts
+        ]
+        return sorted(msgs, key=lambda m: float(m["ts"]))
+
+    async def wait_for(
+        self,
+        method: str | Callable[[FakeSlackApi], bool],
+        *,
+        count: int = 1,
+        timeout: float = 10.0,
+    ) -> None:
+        """Wait until `method` was called `count` times (or the predicate holds)."""
+
+        def done() -> bool:
+            if callable(method):
+                return method(self)
+            return len(self.calls_to(method)) >= count
+
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(done), timeout)
+
+    # --- server --------------------------------------------------------------------
+
+    async def _decode(self, request: web.Request) -> dict[str, Any]:
+        args: dict[str, Any] = dict(request.query)
+        if request.content_type == "application/json":
+            body = await request.json() if request.can_read_body else {}
+            args.update(body or {})
+        else:
+            args.update(await request.post())
+        for key in ("blocks", "attachments", "view", "metadata"):
+            if isinstance(args.get(key), str):
+                try:
+                    args[key] = json.loads(args[key])
+                except ValueError:
+                    pass
+        if "authorization" in request.headers:
+            args["_token"] = request.headers["authorization"].removeprefix("Bearer ")
+        return args
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await self._decode(request)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        fault = self._faults.get(method)
+        if fault is not None and fault.remaining > 0:
+            fault.remaining -= 1
+            self.attempts.append(Call(method, args, status=fault.status))
+            headers = {"Retry-After": str(fault.retry_after)} if fault.status == 429 else {}
+            body = {"ok": False, "error": "ratelimited" if fault.status == 429 else "fatal_error"}
+            return web.json_response(body, status=fault.status, headers=headers)
+        self.attempts.append(Call(method, args))
+        result = self._answer(method, args)
+        await self._record(Call(method, args))
+        return web.json_response(result)
+
+    async def _handle_response_url(self, request: web.Request) -> web.Response:
+        args = await self._decode(request)
+        args["_response_token"] = request.match_info["token"]
+        await self._record(Call("response_url", args))
+        return web.json_response({"ok": True})
+
+    async def _record(self, call: Call) -> None:
+        self.calls.append(call)
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            return {"ok": True}
+        return handler(self, args)
+
+    def _post(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = args.get("channel", "")
+        ts = self.next_ts()
+        msg = {
+            "type": "message",
+            "ts": ts,
+            "text": args.get("text", ""),
+            "blocks": args.get("blocks"),
+            "bot_id": self.bot_id,
+            "user": self.bot_user_id,
+            "username": args.get("username"),
+        }
+        if args.get("thread_ts"):
+            msg["thread_ts"] = args["thread_ts"]
+        self.messages.setdefault(channel, {})[ts] = msg
+        return {"ok": True, "channel": channel, "ts": ts, "message": msg}
+
+    def _update(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = args.get("channel", ""), args.get("ts", "")
+        msg = self.messages.get(channel, {}).get(ts)
+        if msg is None:
+            return {"ok": False, "error": "message_not_found"}
+        msg.update(text=args.get("text", ""), blocks=args.get("blocks"), edited=True)
+        if args.get("username"):
+            msg["username"] = args["username"]
+        return {"ok": True, "channel": channel, "ts": ts, "text": msg["text"]}
+
+    def _replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        msgs = self.thread(args.get("channel", ""), args.get("ts", ""))
+        if not msgs:
+            return {"ok": False, "error": "thread_not_found"}
+        return {"ok": True, "messages": msgs, "has_more": False}
+
+    def _members(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = args.get("channel", "")
+        if channel not in self.members:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "members": self.members[channel], "response_metadata": {}}
+
+    def _permalink(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = args.get("channel", ""), args.get("message_ts", "")
+        link = f"https://fake.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        return {"ok": True, "channel": channel, "permalink": link}
+
+    def _auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": "https://fake.slack.com/",
+            "team": "Fake",
+            "team_id": self.team_id,
+            "user": "support-bot",
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+        }
+
+    def _connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.socket_url is None:
+            return {"ok": False, "error": "not_allowed_token_type"}
+        return {"ok": True, "url": self.socket_url}
+
+
+_HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] = {
+    "auth.test": FakeSlackApi._auth_test,
+    "chat.postMessage": FakeSlackApi._post,
+    "chat.update": FakeSlackApi._update,
+    "chat.postEphemeral": lambda self, a: {"ok": True, "message_ts": self.next_ts()},
+    "chat.getPermalink": FakeSlackApi._permalink,
+    "conversations.replies": FakeSlackApi._replies,
+    "conversations.members": FakeSlackApi._members,
+    "conversations.info": lambda self, a: {"ok": True, "channel": {"id": a.get("channel")}},
+    "users.info": lambda self, a: {
+        "ok": True,
+        "user": {"id": a.get("user"), "name": str(a.get("user", "")).lower(), "is_bot": False},
+    },
+    "views.open": lambda self, a: {"ok": True, "view": {"id": "V" + self.next_ts()}},
+    "views.publish": lambda self, a: {"ok": True, "view": {"id": "VHOME"}},
+    "apps.connections.open": FakeSlackApi._connections_open,
+}
