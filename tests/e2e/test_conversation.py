@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.models.scripted import ScriptedModel
+from agents.models.scripted import ScriptedModel, transfer
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm
 from tests.e2e.trees import support_tree
@@ -40,3 +40,126 @@ async def test_conversation_channel_mention_starts_thread_session(
     [update] = slack.calls_to("chat.update")
     assert "Hi from the channel" in update["text"]
     assert slack.calls_to("chat.postMessage")[0]["thread_ts"] == "1700000002.000100"
+
+
+async def test_conversation_transfer_answers_as_billing_and_keeps_owner(
+    slack: FakeSlackApi, start_bot: StartBot, database
+) -> None:
+    model = ScriptedModel(
+        [transfer("billing_agent"), "Your refund is on its way.", "The invoice is INV-9."]
+    )
+    bot = await start_bot(support_tree(model))
+    root = "1700000010.000100"
+    await bot.send_event(channel_message("I was charged twice", ts=root, mention=True))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    first = slack.calls_to("chat.update")[0]
+    assert "Your refund is on its way." in first["text"]
+    assert "billing_agent" in context_text(first["blocks"])
+    assert "support_supervisor → billing_agent" in context_text(first["blocks"])
+
+    # The next human message in the thread needs no mention and goes to billing_agent.
+    await bot.send_event(channel_message("which invoice?", ts="1700000011.000100", thread_ts=root))
+    await slack.wait_for("chat.update", count=2)
+    await bot.idle()
+    second = slack.calls_to("chat.update")[1]
+    assert "INV-9" in second["text"]
+    assert "billing_agent" in context_text(second["blocks"])
+    assert "→" not in context_text(second["blocks"])
+    assert model.requests[-1].agent_name == "billing_agent"
+    model.assert_complete()
+
+
+async def test_conversation_unmentioned_channel_message_is_ignored(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([])))
+    resp = await bot.send_event(channel_message("just chatting", ts="1700000020.000100"))
+    assert resp.status == 200
+    await bot.idle()
+    assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_conversation_ignores_own_bot_edits_and_joins_quietly(
+    slack: FakeSlackApi, start_bot: StartBot, caplog
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([])))
+    events = [
+        {**dm("mine", ts="1700000030.000100"), "user": "UBOT", "bot_id": "BBOT"},
+        {**dm("other bot", ts="1700000031.000100"), "bot_id": "BOTHER", "subtype": "bot_message"},
+        {"type": "message", "subtype": "message_changed", "channel": "D1", "channel_type": "im",
+         "ts": "1700000032.000100", "message": {"text": "edited", "user": "U1"}},
+        {"type": "message", "subtype": "message_deleted", "channel": "D1", "channel_type": "im",
+         "ts": "1700000033.000100", "deleted_ts": "1700000001.000100"},
+        {"type": "message", "subtype": "channel_join", "channel": "C1", "user": "U2",
+         "channel_type": "channel", "ts": "1700000034.000100", "text": "<@U2> joined"},
+    ]
+    for event in events:
+        assert (await bot.send_event(event)).status == 200
+    await bot.idle()
+    assert slack.calls_to("chat.postMessage") == []
+    assert "Unhandled request" not in caplog.text
+
+
+async def test_conversation_escapes_broadcasts_in_model_output(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel(["Attention <!channel> and <@U2> & co"])))
+    await bot.send_event(dm("ping everyone", ts="1700000040.000100"))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    [update] = slack.calls_to("chat.update")
+    for text in (update["text"], update["blocks"][0]["text"]["text"]):
+        assert "<!channel>" not in text and "<@U2>" not in text
+        assert "&lt;!channel&gt;" in text and "&amp;" in text
+
+
+async def test_conversation_long_reply_is_split_not_cut(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    words = " ".join(f"word{i}" for i in range(1500))
+    bot = await start_bot(support_tree(ScriptedModel([words])), max_message_chars=3000)
+    await bot.send_event(dm("long please", ts="1700000050.000100"))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    first = slack.calls_to("chat.update")[0]["blocks"][0]["text"]["text"]
+    rest = [c["text"] for c in slack.calls_to("chat.postMessage")[1:]]
+    assert rest, "expected continuation messages"
+    assert " ".join([first, *rest]).split() == words.split()
+
+
+async def test_conversation_model_failure_leaves_notice_flag_and_user_event(
+    slack: FakeSlackApi, start_bot: StartBot, database
+) -> None:
+    from agents.models.base import ModelError
+    from storage.threads import ThreadKey
+
+    bot = await start_bot(support_tree(ScriptedModel([ModelError("upstream down")])))
+    await bot.send_event(dm("my order is late", ts="1700000060.000100"))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    [update] = slack.calls_to("chat.update")
+    assert "saved" in update["text"] and "person" in update["text"]
+    key = ThreadKey(team_id="T1", channel_id="D1", thread_ts="1700000060.000100")
+    record = await database.threads.get(key)
+    assert record.needs_attention
+    session = await database.sessions.get_session(
+        app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
+    )
+    assert session.events[0].author == "user"
+    assert session.events[0].text == "my order is late"
+    assert session.events[0].slack_ts == "1700000060.000100"
+
+
+async def test_conversation_rate_limited_post_is_retried_after_retry_after(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel(["ok"])))
+    slack.fail("chat.postMessage", status=429, times=1, retry_after=1)
+    await bot.send_event(dm("hello", ts="1700000070.000100"))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    attempts = [a for a in slack.attempts if a.method == "chat.postMessage"]
+    assert [a.status for a in attempts] == [429, 200]
+    assert attempts[1].at - attempts[0].at >= 1.0
+    assert len(slack.calls_to("chat.update")) == 1

@@ -1,0 +1,82 @@
+"""End to end: duplicates, ordering and request signing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from agents.llm_agent import LlmAgent
+from agents.models.base import LlmRequest
+from agents.models.scripted import ScriptedModel
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import channel_message, dm, sign
+from tests.e2e.trees import support_tree
+from tests.fakes.slack_api import FakeSlackApi
+
+
+def echo(request: LlmRequest) -> str:
+    return f"echo: {request.contents[-1].text}"
+
+
+async def test_delivery_same_event_three_times_concurrently_gives_one_reply(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([echo])))
+    event = dm("once please", ts="1700000100.000100")
+    responses = await asyncio.gather(
+        bot.send_event(event, event_id="EvSAME"),
+        bot.send_event(event, event_id="EvSAME", retry_num=1),
+        bot.send_event(event, event_id="EvSAME", retry_num=2),
+    )
+    assert [r.status for r in responses] == [200, 200, 200]
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    assert len(slack.calls_to("chat.postMessage")) == 1
+    assert len(slack.calls_to("chat.update")) == 1
+
+
+async def test_delivery_mention_and_message_double_delivery_gives_one_reply(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([echo])))
+    ts = "1700000110.000100"
+    await asyncio.gather(
+        bot.send_event(channel_message("hi", ts=ts, mention=True, kind="app_mention")),
+        bot.send_event(channel_message("hi", ts=ts, mention=True)),
+    )
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    assert len(slack.calls_to("chat.update")) == 1
+
+
+async def test_delivery_twenty_messages_in_one_thread_answered_in_order(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    agent = LlmAgent(name="support_supervisor", model=ScriptedModel([echo] * 20))
+    bot = await start_bot(agent)
+    root = "1700000200.000000"
+    for i in range(20):
+        ts = f"17000002{i + 1:02d}.000100"
+        await bot.send_event(dm(f"message {i}", ts=ts, thread_ts=root if i else None))
+        if i == 0:
+            root = ts
+    await slack.wait_for("chat.update", count=20, timeout=30)
+    await bot.idle()
+    replies = [u["blocks"][0]["text"]["text"] for u in slack.calls_to("chat.update")]
+    assert replies == [f"echo: message {i}" for i in range(20)]
+
+
+async def test_delivery_forged_unsigned_and_stale_requests_get_401(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([])))
+    body = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvX",
+                       "event": dm("hi", ts="1700000300.000100")})
+    forged = sign(body, secret="wrong-secret")
+    stale = sign(body, timestamp=int(time.time()) - 301)
+    assert (await bot.post(body, "application/json", signed=False)).status == 401
+    assert (await bot.post(body, "application/json", forged, signed=False)).status == 401
+    assert (await bot.post(body, "application/json", stale, signed=False)).status == 401
+    await bot.idle()
+    assert slack.calls == []
