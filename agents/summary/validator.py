@@ -263,8 +263,11 @@ class Validator:
                 result.relevance_failures += 1
                 result.problems.append(f"{name} cites {which}, {verb} not mention {value.value}")
         if not values:
+            # Without identifiers, judge by content words; a source too short to have any
+            # ("Yes, until six.") cannot be judged and is given the benefit of the doubt.
             terms = key_terms(item.text)
-            if terms and not any(terms & key_terms(text) for text in texts):
+            source_terms = [key_terms(text) for text in texts]
+            if terms and all(source_terms) and not any(terms & t for t in source_terms):
                 result.relevance_failures += 1
                 result.problems.append(f"{name} cites {which}, {verb} not support it")
 

@@ -161,3 +161,96 @@ async def test_summary_model_error_is_a_failed_attempt(refund_session: Session) 
 
     assert isinstance(result, NoSummary)
     assert result.problems[0].startswith("model call failed (model_error)")
+
+
+async def test_summary_over_cited_fact_is_rejected_then_fixed(
+    sessions: InMemorySessionService,
+) -> None:
+    from tests.agents.summary.conftest import agent, make_session, refund_events
+
+    session = await make_session(
+        sessions, [*refund_events(), *(agent(f"Still checking ({i}).") for i in range(6))]
+    )
+    good = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
+    over = dict(good, facts=[item("Order A-1001 is late", *(f"e{i}" for i in range(1, 13)))])
+    model = ScriptedModel([json_text(over), json_text(good)])
+
+    result = await SummaryService(model).summarize(session)
+
+    assert isinstance(result, Summary)
+    assert result.problems_first_attempt == [
+        "fact 1 cites 12 events; cite at most 3, the most specific"
+    ]
+    assert "fact 1 cites 12 events" in model.requests[1].contents[-1].text
+    assert REGISTRY.get("support_bot_summary_problems_total", kind="over_cited") == 1
+
+
+async def test_summary_looping_output_is_stopped_and_counted(refund_session: Session) -> None:
+    loop = (
+        '{"goal": "refund", "facts": ['
+        + '{"text": "The customer wants a refund", "sources": ["e1"]}, ' * 60
+    )
+    model = ScriptedModel([loop, loop])
+
+    result = await SummaryService(model, repetition_penalty=1.1).summarize(refund_session)
+
+    assert isinstance(result, NoSummary)
+    assert all(a.looped for a in result.attempt_log)
+    assert model.requests[0].config.repetition_penalty == 1.1
+    assert REGISTRY.get("support_bot_summary_problems_total", kind="loop") == 2
+    assert REGISTRY.get("support_bot_summaries_total", outcome="no_summary") == 1
+
+
+async def test_summary_without_high_value_entities_is_labelled(
+    sessions: InMemorySessionService,
+) -> None:
+    from tests.agents.summary.conftest import agent, make_session, user
+
+    session = await make_session(
+        sessions, [user("Hello, is the shop open today?"), agent("Yes, it is open until six.")]
+    )
+    record = {
+        "goal": "Know whether the shop is open today",
+        "facts": [item("The shop is open today until six", "e1", "e2")],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    sink = ListSink()
+
+    result = await SummaryService(ScriptedModel([json_text(record)]), sink=sink).summarize(session)
+
+    assert isinstance(result, Summary)
+    assert result.no_high_value_entities
+    assert result.metadata["high_value_entities"] == []
+    assert sink.runs[0].no_high_value_entities
+
+
+async def test_summary_huge_payload_and_transcript_fit_the_budget(
+    sessions: InMemorySessionService,
+) -> None:
+    from tests.agents.summary.conftest import agent, make_session, tool, user
+
+    events = [
+        user("Find order A-1001 please."),
+        *tool("search_orders", {"q": "A-1001"}, {"blob": "x" * 40_000}),
+    ]
+    events += [agent(f"Working on it, step {i}.") for i in range(10_000)]
+    session = await make_session(sessions, events)
+    record = {
+        "goal": "Find order A-1001",
+        "facts": [],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [item("Where is order A-1001?", "e1")],
+    }
+    model = ScriptedModel([json_text(record)])
+
+    result = await SummaryService(model).summarize(session)
+
+    assert isinstance(result, Summary), getattr(result, "problems", None)
+    sent = model.requests[0].contents[0].text
+    assert "...[truncated]" in sent and len(sent) < 6000 * 4 + 200
+    assert result.metadata["token_budget_applied"] is True
+    assert result.metadata["omitted_events"] > 9000
+    assert "[e10003] billing_agent: Working on it, step 9999." in sent
