@@ -6,7 +6,6 @@ Errors are classified by their HTTP status (litellm's exceptions all carry one, 
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import random
 import time
@@ -61,7 +60,7 @@ def classify(exc: BaseException) -> Failure:
     message = str(exc)[:500]
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
-    if isinstance(exc, asyncio.TimeoutError | TimeoutError) or status == 408 or name == "Timeout":
+    if isinstance(exc, TimeoutError) or status == 408 or name == "Timeout":
         return Failure("model_timeout", True, message, status)
     if status == 429:
         return Failure("rate_limited", True, message, status, retry_after_from(exc))

@@ -73,9 +73,12 @@ def completion(
     *,
     finish_reason: str = "stop",
     usage: tuple[int, int] = (10, 5),
-    model: str = "test",
+    model: str | None = None,
 ) -> Reply:
-    """A 200 chat completion holding `message`; `usage` is (prompt, completion) tokens."""
+    """A 200 chat completion holding `message`; `usage` is (prompt, completion) tokens.
+
+    `model` defaults to the model named in the request.
+    """
     prompt_tokens, completion_tokens = usage
     return Reply(
         body={
@@ -220,7 +223,11 @@ class FakeOpenAIServer:
                 await asyncio.wait_for(self._closing.wait(), timeout=reply.delay)
             except TimeoutError:
                 pass
-        return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+        response_body = reply.body
+        if "choices" in response_body and not response_body.get("model"):
+            # Echo the requested model, as real servers do, so litellm can price the call.
+            response_body = {**response_body, "model": body.get("model", "test")}
+        return web.json_response(response_body, status=reply.status, headers=reply.headers)
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "test", "object": "model"}]})
