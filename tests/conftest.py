@@ -8,6 +8,8 @@ import socket
 
 import pytest
 
+pytest_plugins = ["tests.fixtures.postgres"]
+
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.setdefault("LITELLM_TELEMETRY", "False")
 
