@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents import InMemorySessionService, Runner  # noqa: E402
-from bench.support_trees import (  # noqa: E402
+from agents import InMemorySessionService, Runner
+from bench.support_trees import (
     TURN_TEXT,
     adk_available,
     build_adk,
@@ -115,9 +115,7 @@ async def main() -> None:
         print("google-adk not installed: measuring ours only (pip install -e '.[bench]')")
     for runtime in runtimes:  # warm-up, and a check that a turn is what we claim
         await runtime.new_session()
-        print(
-            f"{runtime.name}: events per turn = {await runtime.turn(0)} (the user event not counted)"
-        )
+        print(f"{runtime.name}: events per turn = {await runtime.turn(0)} (user event excluded)")
 
     per_round = max(args.turns // args.rounds, TURNS_PER_SESSION)
     samples: dict[str, list[float]] = {r.name: [] for r in runtimes}

@@ -14,9 +14,9 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agents import AgentTool, LlmAgent, SequentialAgent  # noqa: E402
-from agents.events import FunctionCall, Part, Usage  # noqa: E402
-from agents.models.base import LlmRequest, LlmResponse  # noqa: E402
+from agents import AgentTool, LlmAgent, SequentialAgent
+from agents.events import FunctionCall, Part, Usage
+from agents.models.base import LlmRequest, LlmResponse
 
 POLICY = "ALLOWED: a duplicate charge is refundable (rule R-2)."
 BILLING = "I've refunded the duplicate charge of $12.50; it arrives within five working days."
