@@ -34,9 +34,9 @@ def build_runner(settings: Settings, db: Any) -> Runner:
 
 
 def build_summarizer(settings: Settings) -> Any:
-    """The validated summary service, or None while it is unavailable."""
-    try:
-        from agents.summary.service import SummaryService
-    except ImportError:
-        return None
-    return SummaryService(model=settings.summary_model or settings.model)
+    """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`)."""
+    from agents.summary.service import SummaryService
+
+    return SummaryService(
+        settings.summary_model or settings.model, model_factory=model_factory(settings)
+    )

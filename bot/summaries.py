@@ -14,6 +14,7 @@ from typing import Any
 
 from agents.session import Session
 from agents.summary.record import SECTIONS, HandoffRecord
+from agents.summary.render import to_text
 from bot.formatting import escape
 from bot.slack_ui import Block
 
@@ -50,17 +51,6 @@ async def summarize_session(
     return render_no_summary(problems, thread_link=thread_link)
 
 
-def plain_text(record: HandoffRecord) -> str:
-    """The record as plain text with event-id citations (the first event of a handoff)."""
-    lines = [f"Handoff record. Goal: {record.goal}"]
-    for section in SECTIONS:
-        items = getattr(record, section)
-        if items:
-            lines.append(f"{_TITLES[section]}:")
-            lines.extend(f"- {item.text} [{', '.join(item.sources)}]" for item in items)
-    return "\n".join(lines)
-
-
 def render_record(
     record: HandoffRecord, *, session: Session, link_for: LinkFor, thread_link: str
 ) -> SummaryView:
@@ -92,7 +82,7 @@ def render_record(
             ],
         },
     ]
-    return SummaryView(ok=True, text=body, blocks=blocks, plain=plain_text(record))
+    return SummaryView(ok=True, text=body, blocks=blocks, plain=to_text(record, source_session_id=session.id))
 
 
 def render_no_summary(problems: tuple[str, ...], *, thread_link: str) -> SummaryView:

@@ -1,0 +1,207 @@
+"""End to end: /summary, /handoff and both message shortcuts, with authorisation."""
+
+from __future__ import annotations
+
+import json
+
+from agents.models.scripted import ScriptedModel
+from agents.summary.service import SummaryService
+from storage.threads import ThreadKey
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import BotHarness, channel_message
+from tests.e2e.trees import support_tree
+from tests.fakes.slack_api import FakeSlackApi
+
+ROOT = "1700000400.000100"
+LINK = f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}"
+RECORD = {
+    "goal": "Get a refund for a double charge on order 4411",
+    "facts": [{"text": "The user says order 4411 was charged twice", "sources": ["e1"]}],
+    "decisions": [],
+    "commitments": [{"text": "A refund for order 4411 is being processed", "sources": ["e2"]}],
+    "open_questions": [],
+}
+
+
+async def _thread_with_history(slack: FakeSlackApi, start_bot: StartBot, summaries: list) -> BotHarness:
+    model = ScriptedModel(["A refund for order 4411 is being processed.", "Refund confirmed."])
+    bot = await start_bot(
+        support_tree(model),
+        summarizer=SummaryService(ScriptedModel(summaries)),
+        support_lead_channel="CLEAD",
+        support_leads="ULEAD",
+    )
+    slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
+    await bot.send_event(
+        channel_message("order 4411 was charged twice", ts=ROOT, mention=True)
+    )
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    return bot
+
+
+def ephemeral(slack: FakeSlackApi) -> list[str]:
+    texts = [c.get("text", "") for c in slack.calls_to("response_url")]
+    return texts + [c.get("text", "") for c in slack.calls_to("chat.postEphemeral")]
+
+
+async def test_commands_summary_is_ephemeral_and_cites_messages(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    resp = await bot.send_command("/summary", LINK)
+    assert resp.status == 200
+    await bot.idle()
+    [reply] = slack.calls_to("response_url")
+    assert reply["response_type"] == "ephemeral"
+    assert "order 4411" in reply["text"]
+    assert f"p{ROOT.replace('.', '')}" in json.dumps(reply["blocks"])  # e1 links to its message
+    posts = [c for c in slack.calls_to("chat.postMessage") if "Goal" in c.get("text", "")]
+    assert posts == []
+
+
+async def test_commands_summary_public_posts_in_thread(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    await bot.send_command("/summary", f"<{LINK}> public")
+    await bot.idle()
+    [post] = [c for c in slack.calls_to("chat.postMessage") if "Goal" in c.get("text", "")]
+    assert post["thread_ts"] == ROOT and post["channel"] == "C1"
+
+
+async def test_commands_summary_failing_validation_shows_problems_not_text(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bad = {**RECORD, "facts": [{"text": "Invented refund of $999", "sources": ["e99"]}]}
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(bad), json.dumps(bad)])
+    await bot.send_command("/summary", LINK)
+    await bot.idle()
+    [reply] = slack.calls_to("response_url")
+    assert "No validated summary" in reply["text"]
+    assert "$999" not in reply["text"] and "Invented" not in reply["text"]
+
+
+async def test_commands_non_member_is_refused_and_learns_nothing(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [])
+    await bot.send_command("/summary", LINK, user="UOUTSIDER")
+    await bot.send_command("/handoff", f"{LINK} billing_agent", user="UOUTSIDER")
+    unseen = "https://fake.slack.com/archives/C1/p1700009999000100"
+    await bot.send_command("/summary", unseen, user="UOUTSIDER")
+    await bot.idle()
+    texts = ephemeral(slack)
+    assert len(texts) == 3 and len(set(texts)) == 1
+    assert "4411" not in texts[0]
+
+
+async def test_commands_bad_link_unknown_thread_and_agent_get_clear_errors(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [])
+    await bot.send_command("/summary", "not-a-link")
+    await bot.send_command("/summary", "https://fake.slack.com/archives/C1/p1700009999000100")
+    await bot.send_command("/handoff", f"{LINK} nobody_agent")
+    await bot.idle()
+    texts = [c.get("text", "") for c in slack.calls_to("response_url")]
+    assert any("no conversation" in t for t in texts)
+    assert any("nobody_agent" in t for t in texts)
+    # the syntax error is answered in the ack itself
+    assert len(texts) == 2
+
+
+async def test_commands_handoff_to_person_posts_record_and_stops_replies(
+    slack: FakeSlackApi, start_bot: StartBot, database
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    await bot.send_command("/handoff", f"{LINK} <@U2|bob> please call them")
+    await bot.idle()
+    posts = slack.calls_to("chat.postMessage")
+    in_thread = [p for p in posts if p["channel"] == "C1" and "handed this thread off" in p["text"]]
+    to_leads = [p for p in posts if p["channel"] == "CLEAD"]
+    assert len(in_thread) == 1 and len(to_leads) == 1
+    assert "<@U2>" in to_leads[0]["text"] and "order 4411" in json.dumps(to_leads[0]["blocks"])
+    key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)
+    assert (await database.threads.get(key)).status == "handed_off"
+
+    before = len(slack.calls_to("chat.update"))
+    await bot.send_event(channel_message("hello?", ts="1700000401.000100", thread_ts=ROOT))
+    await bot.idle()
+    assert len(slack.calls_to("chat.update")) == before  # not answered without a mention
+    await bot.send_event(
+        channel_message("bot, again", ts="1700000402.000100", thread_ts=ROOT, mention=True)
+    )
+    await slack.wait_for("chat.update", count=before + 1)
+    await bot.idle()
+    assert (await database.threads.get(key)).status == "active"
+
+
+async def test_commands_handoff_to_agent_starts_new_session_owned_by_agent(
+    slack: FakeSlackApi, start_bot: StartBot, database
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)
+    old = await database.threads.get(key)
+    await bot.send_command("/handoff", f"{LINK} billing_agent")
+    await bot.idle()
+    new = await database.threads.get(key)
+    assert new.session_id != old.session_id
+    assert new.source_session_id == old.session_id and new.owner_agent == "billing_agent"
+    session = await database.sessions.get_session(
+        app_name=new.app_name, user_id=new.user_id, session_id=new.session_id
+    )
+    assert "order 4411" in session.events[0].text
+    # The next message in the thread is answered by billing_agent.
+    await bot.send_event(channel_message("status?", ts="1700000403.000100", thread_ts=ROOT))
+    await slack.wait_for("chat.update", count=2)
+    await bot.idle()
+    assert "billing_agent" in json.dumps(slack.calls_to("chat.update")[-1]["blocks"])
+
+
+async def test_commands_summary_shortcut_answers_requester(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    reply_ts = slack.calls_to("chat.postMessage")[0]["thread_ts"]
+    payload = bot.message_shortcut("summarize_thread", channel="C1", ts="1700000400.000900",
+                                   thread_ts=reply_ts)
+    assert (await bot.send_payload(payload)).status == 200
+    await bot.idle()
+    [reply] = slack.calls_to("response_url")
+    assert "order 4411" in reply["text"]
+
+
+async def test_commands_handoff_shortcut_opens_modal_and_submission_hands_off(
+    slack: FakeSlackApi, start_bot: StartBot, database
+) -> None:
+    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    payload = bot.message_shortcut("handoff_thread", channel="C1", ts=ROOT, thread_ts=ROOT)
+    await bot.send_payload(payload)
+    await bot.idle()
+    [opened] = slack.calls_to("views.open")
+    view = opened["view"]
+    assert view["callback_id"] == "handoff_modal"
+    submission = {
+        "type": "view_submission",
+        "team": {"id": "T1"},
+        "user": {"id": "ULEAD"},
+        "api_app_id": "A1",
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": "handoff_modal",
+            "private_metadata": view["private_metadata"],
+            "state": {"values": {
+                "person": {"value": {"type": "users_select", "selected_user": "U2"}},
+                "agent": {"value": {"type": "static_select", "selected_option": None}},
+                "note": {"value": {"type": "plain_text_input", "value": "VIP"}},
+            }},
+        },
+    }
+    assert (await bot.send_payload(submission)).status == 200
+    await bot.idle()
+    key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)
+    assert (await database.threads.get(key)).status == "handed_off"
+    [confirmation] = slack.calls_to("chat.postEphemeral")
+    assert confirmation["user"] == "ULEAD" and "<@U2>" in confirmation["text"]
