@@ -27,7 +27,8 @@ _NUMBER_WORDS = r"\d+|one|two|three|four|five|six|seven|eight|nine|ten|a few|sev
 COMMITMENT_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(
         rf"\bwithin (?:the next )?(?:{_NUMBER_WORDS})(?:[- ](?:working|business|calendar))?"
-        r"[- ](?:days?|hours?|weeks?|minutes?)\b",
+        # "(?! of)": "within 24 hours of booking" states a policy, not a promise.
+        r"[- ](?:days?|hours?|weeks?|minutes?)\b(?! of\b)",
         re.IGNORECASE,
     ),
     re.compile(
@@ -37,8 +38,9 @@ COMMITMENT_PATTERNS: tuple[re.Pattern[str], ...] = (
         re.IGNORECASE,
     ),
     re.compile(
-        r"\b(?:I|we)(?:'ll| will| shall) (?!need\b|be (?:happy|glad)\b|help\b|assist\b|"
-        r"have to\b|be able\b)(?:personally |also |now |then )?[a-z]+",
+        r"\b(?:I|we)(?:'ll| will| shall) (?!need\b|be (?:happy|glad|here|able)\b|help\b|assist\b|"
+        r"have to\b|check\b|search\b|look\b|see\b|try\b|answer\b|proceed\b|go ahead\b|retrieve\b|"
+        r"wait\b|do my best\b)(?:personally |also |then )?[a-z]+",
         re.IGNORECASE,
     ),
     re.compile(
@@ -49,6 +51,7 @@ COMMITMENT_PATTERNS: tuple[re.Pattern[str], ...] = (
     ),
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_CONDITIONAL = re.compile(r"(?i)\s*(?:once|if|when|after|please|feel free|as soon as)\b")
 
 
 def key_terms(text: str) -> set[str]:
@@ -96,8 +99,8 @@ def find_promises(events: list[Event]) -> list[Promise]:
             continue
         for match in _SENTENCE.finditer(event.text):
             sentence = match.group().strip()
-            if sentence.endswith("?"):
-                continue  # "Shall I ...?" and "Will you ...?" offer, they don't promise
+            if sentence.endswith("?") or _CONDITIONAL.match(sentence):
+                continue  # questions and conditional offers ("Once you ..., I'll") don't promise
             for pattern in COMMITMENT_PATTERNS:
                 hit = pattern.search(sentence)
                 if hit:
