@@ -1,0 +1,31 @@
+"""manifest.yml is a valid v1 Slack manifest and declares every route the bot serves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from bot.listeners import HANDOFF_SHORTCUT, SUMMARY_SHORTCUT
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT.parent / "shared" / "data" / "slack-manifest-schema" / "manifest.schema.1.0.0.json"
+
+
+def test_manifest_validates_against_slack_schema() -> None:
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.validate(manifest, schema)
+
+
+def test_manifest_declares_commands_shortcuts_and_socket_mode() -> None:
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    commands = {c["command"] for c in manifest["features"]["slash_commands"]}
+    shortcuts = {s["callback_id"] for s in manifest["features"]["shortcuts"]}
+    assert commands == {"/summary", "/handoff"}
+    assert shortcuts == {SUMMARY_SHORTCUT, HANDOFF_SHORTCUT}
+    assert manifest["settings"]["socket_mode_enabled"] is True
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert "app_mention" in manifest["settings"]["event_subscriptions"]["bot_events"]
