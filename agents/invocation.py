@@ -33,7 +33,8 @@ def log_event(event: Event) -> None:
     """One structured line per event: enough to reconstruct the path of a request."""
     transfer = event.actions.transfer_to_agent
     if transfer:
-        REGISTRY.inc("support_bot_transfers_total", **{"from": event.author, "to": transfer})
+        labels = {"from": event.author, "to": transfer}
+        REGISTRY.inc("support_bot_transfers_total", 1.0, **labels)
     logger.info(
         "event",
         extra={

@@ -38,9 +38,9 @@ class TreeSpec:
         root = data.get("root")
         if not isinstance(agents, Mapping) or not agents:
             raise AgentTreeError(f"{source}: 'agents' must map names to agent specs")
-        if root not in agents:
+        if not isinstance(root, str) or root not in agents:
             raise AgentTreeError(f"{source}: root {root!r} is not defined under 'agents'")
-        self.root: str = root
+        self.root = root
         self.agents: dict[str, dict[str, Any]] = {k: dict(v) for k, v in agents.items()}
         self.source = source
         for name, spec in self.agents.items():
