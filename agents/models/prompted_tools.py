@@ -73,19 +73,24 @@ def prompted_schema(
         "required": ["reply"],
         "additionalProperties": False,
     }
-    calls = [
-        {
-            "type": "object",
-            "properties": {
-                "tool": {"type": "string", "enum": [t.name]},
-                "args": t.parameters or {"type": "object"},
-            },
-            "required": ["tool", "args"],
-            "additionalProperties": False,
-        }
-        for t in tools
-    ]
-    return {"title": "reply_or_tool_call", "anyOf": [reply, *calls]}
+    # `$ref`s resolve against the root, so each tool's `$defs` move up to it.
+    defs: dict[str, Any] = {}
+    calls = []
+    for tool in tools:
+        args = dict(tool.parameters or {"type": "object"})
+        defs.update(args.pop("$defs", {}))
+        calls.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"type": "string", "enum": [tool.name]}, "args": args},
+                "required": ["tool", "args"],
+                "additionalProperties": False,
+            }
+        )
+    schema: dict[str, Any] = {"title": "reply_or_tool_call", "anyOf": [reply, *calls]}
+    if defs:
+        schema["$defs"] = defs
+    return schema
 
 
 def render_content(content: Content) -> Content:

@@ -255,10 +255,24 @@ async def test_litellm_model_never_logs_the_api_key(
     with pytest.raises(ModelError) as caught:
         await model.generate(ask("again"))
     out, err = capfd.readouterr()
-    assert caplog.records  # the retry was logged
+    retry_logs = [r for r in caplog.records if r.name == "agents.models.litellm_model"]
+    assert "code=model_unavailable" in retry_logs[0].getMessage()
     for record in caplog.records:
         assert API_KEY not in record.getMessage()
     assert API_KEY not in out + err
     assert API_KEY not in str(caught.value)
     assert API_KEY not in repr(model)
     assert openai_server.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+async def test_litellm_model_unreachable_server_is_retried_then_unavailable() -> None:
+    server = await FakeOpenAIServer().start()
+    await server.close()  # nothing listens on its port any more
+    model = make_model(server, max_retries=1)
+    with pytest.raises(ModelError) as caught:
+        await model.generate(ask("hi"))
+    assert caught.value.code == "model_unavailable"
+    retries = REGISTRY.get(
+        "support_bot_model_retries_total", agent="root", reason="model_unavailable"
+    )
+    assert retries == 1

@@ -98,6 +98,23 @@ def test_prompted_schema_wraps_a_response_schema_as_the_reply() -> None:
     assert parsed.text == '{"ok": true}'
 
 
+def test_prompted_schema_keeps_refs_of_nested_models_resolvable() -> None:
+    refund = ToolDeclaration(
+        name="refund",
+        parameters={
+            "type": "object",
+            "properties": {"order": {"$ref": "#/$defs/Order"}},
+            "required": ["order"],
+            "$defs": {"Order": {"type": "object", "properties": {"id": {"type": "string"}}}},
+        },
+    )
+    schema = prompted_request(LlmRequest(tools=[refund])).response_schema
+    assert schema is not None
+    jsonschema.validate({"tool": "refund", "args": {"order": {"id": "A-1"}}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"tool": "refund", "args": {"order": {"id": 1}}}, schema)
+
+
 @pytest.mark.parametrize(
     "text",
     [
