@@ -247,6 +247,12 @@ class EntityExtractor:
         return entities
 
 
+# Word edges for values; a hyphen joins a value to capitals ("A-1001" does not mention
+# "1001"), while a range of numbers still mentions both ends ("19th-24th").
+_BEFORE = r"(?<!\w)(?<![A-Z]-)"
+_AFTER = r"(?!\w)(?!-[A-Z])"
+
+
 def mentions(text: str, entity: Entity) -> bool:
     """Whether `text` mentions `entity` (amounts compared by value, the rest by word)."""
     if entity.type == "amount":
@@ -254,7 +260,7 @@ def mentions(text: str, entity: Entity) -> bool:
         numbers = re.findall(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?", text)
         return any(normalize("amount", n) == target for n in numbers)
     escaped = re.escape(entity.value.strip())
-    return re.search(rf"(?<![\w-]){escaped}(?![\w-])", text, re.IGNORECASE) is not None
+    return re.search(rf"{_BEFORE}{escaped}{_AFTER}", text, re.IGNORECASE) is not None
 
 
 def mask_text(text: str, entities: Iterable[Entity]) -> str:
@@ -262,7 +268,7 @@ def mask_text(text: str, entities: Iterable[Entity]) -> str:
     for entity in entities:
         if entity.sensitive and entity.value:
             escaped = re.escape(entity.value)
-            text = re.sub(rf"(?<![\w-]){escaped}(?![\w-])", entity.masked, text)
+            text = re.sub(rf"{_BEFORE}{escaped}{_AFTER}", entity.masked, text)
     return text
 
 

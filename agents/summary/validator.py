@@ -237,7 +237,7 @@ class Validator:
                         f"{name} repeats a sensitive {secret.type} ({secret.masked}); leave it out"
                     )
             if cited:
-                self._check_relevance(name, item, cited, content, result)
+                self._check_relevance(name, item, cited, content, entities, result)
             if section == "open_questions" and cited:
                 self._check_answered(name, item, cited, by_id, events, result)
         self._check_recall(record, entities, rendered, result)
@@ -249,6 +249,7 @@ class Validator:
         item: Item,
         cited: list[str],
         content: dict[str, str],
+        entities: list[Entity],
         result: ValidationResult,
     ) -> None:
         texts = [content[s] for s in cited]
@@ -256,6 +257,13 @@ class Validator:
             Entity(type=type_, value=value, event_ids=())
             for type_, value, _, _ in self.extractor.from_text(item.text)
         ]
+        # Values only a tool key identifies (a bare account number) count once they are known.
+        seen = {v.value.casefold() for v in values}
+        for entity in entities:
+            if entity.value.casefold() not in seen and not entity.sensitive:
+                if len(entity.value) >= 3 and mentions(item.text, entity):
+                    values.append(entity)
+                    seen.add(entity.value.casefold())
         which = ", ".join(cited)
         verb = "which does" if len(cited) == 1 else "which do"
         for value in values:
