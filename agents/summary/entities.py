@@ -249,8 +249,8 @@ class EntityExtractor:
 
 # Word edges for values; a hyphen joins a value to capitals ("A-1001" does not mention
 # "1001"), while a range of numbers still mentions both ends ("19th-24th").
-_BEFORE = r"(?<!\w)(?<![A-Z]-)"
-_AFTER = r"(?!\w)(?!-[A-Z])"
+_BEFORE = r"(?<!\w)(?-i:(?<![A-Z]-))"
+_AFTER = r"(?!\w)(?-i:(?!-[A-Z]))"
 
 
 def mentions(text: str, entity: Entity) -> bool:
