@@ -9,7 +9,7 @@ import pytest
 from agents import FunctionTool, LlmAgent
 from agents.events import Part
 from agents.metrics import REGISTRY
-from agents.models.base import Content, LlmRequest, ModelError
+from agents.models.base import Content, GenerateConfig, LlmRequest, ModelError
 from agents.models.litellm_model import LiteLlmModel
 from tests.agents.conversation import Conversation
 from tests.fakes import (
@@ -276,3 +276,29 @@ async def test_litellm_model_unreachable_server_is_retried_then_unavailable() ->
         "support_bot_model_retries_total", agent="root", reason="model_unavailable"
     )
     assert retries == 1
+
+
+async def test_litellm_model_sends_sampling_settings_and_extra_params(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.add(text("ok"))
+    model = make_model(openai_server, extra={"seed": 7})
+    config = GenerateConfig(temperature=0.2, top_p=0.9, max_tokens=50, repetition_penalty=1.1)
+    await model.generate(ask("hi").model_copy(update={"config": config}))
+    body = openai_server.bodies[0]
+    assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.2, 0.9, 50)
+    assert body["repetition_penalty"] == 1.1
+    assert body["seed"] == 7
+
+
+async def test_litellm_model_input_dependent_replies_and_unscripted_calls(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    openai_server.add(lambda body: text("echo: " + body["messages"][-1]["content"]))
+    model = make_model(openai_server)
+    assert (await model.generate(ask("ping"))).text == "echo: ping"
+    with pytest.raises(ModelError, match="unexpected request #2") as caught:
+        await model.generate(ask("one too many"))
+    assert caught.value.code == "model_bad_request"
+    with pytest.raises(AssertionError, match="1 unexpected request"):
+        openai_server.assert_complete()
