@@ -15,6 +15,7 @@ from agents.events import (
     Part,
     Usage,
 )
+from agents.session import Session
 from agents.session_service import InMemorySessionService, SessionNotFoundError, SessionService
 from storage import Database
 
@@ -146,8 +147,8 @@ async def test_session_state_prefixes(service: SessionService) -> None:
     await service.append_event(first, Event(author="user", actions=EventActions(state_delta=delta)))
     assert first.state == {"own": 1, "app:shared": "a", "user:mine": "m"}
 
-    def load(session_id: str, user_id: str) -> object:
-        return service.get_session(app_name="app", user_id=user_id, session_id=session_id)
+    async def load(session_id: str, user_id: str) -> Session | None:
+        return await service.get_session(app_name="app", user_id=user_id, session_id=session_id)
 
     reloaded = await load("s1", "u1")
     assert reloaded is not None and reloaded.state == first.state

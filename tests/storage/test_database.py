@@ -1,0 +1,100 @@
+"""Opening the database, its health, and a user's deletion request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from agents.events import Event, EventActions, Part
+from storage import Database, DatabaseUnavailableError
+from storage.schema import metadata
+from storage.threads import ThreadKey
+from tests.storage.test_records import Run
+
+USER = "U0FORGETME"
+KEEP = "U0KEEPME"
+
+
+def _assert_one_line(error: DatabaseUnavailableError) -> None:
+    assert "\n" not in str(error)
+    assert error.__cause__ is None and error.__suppress_context__
+
+
+async def test_database_unreachable_sqlite_gives_one_line(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseUnavailableError, match="cannot open database") as caught:
+        await Database.open(f"sqlite:///{tmp_path}/missing/dir/bot.db")
+    _assert_one_line(caught.value)
+
+
+async def test_database_unreachable_postgres_gives_one_line() -> None:
+    with pytest.raises(DatabaseUnavailableError, match="cannot open database") as caught:
+        await Database.open("postgresql://bot:secret@127.0.0.1:1/bot")
+    _assert_one_line(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+async def test_database_healthcheck(db: Database) -> None:
+    assert await db.healthcheck()
+
+
+async def _populate(db: Database, user: str, tag: str) -> None:
+    session = await db.sessions.create_session(
+        app_name="app", user_id=user, session_id=f"{tag}-s1", state={"user:lang": "en"}
+    )
+    for text in ("hello", "bye"):
+        await db.sessions.append_event(
+            session,
+            Event(
+                author="user",
+                parts=(Part(text=f"{text} from {user}"),),
+                actions=EventActions(state_delta={"user:seen": True, "app:count": 1}),
+            ),
+        )
+    key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=f"{tag}.1")
+    await db.threads.create(key, session_id=session.id, app_name="app", user_id=user, now=1.0)
+    await db.digests.add(record={"goal": f"help {user}"}, source_session_id=session.id, thread=key)
+    await db.digests.add(record={"goal": "x"}, source_session_id="elsewhere", user_id=user)
+    await db.memory.add(
+        user_id=user, session_id=session.id, kind="fact", text="uses SSO", event_ids=["e1"]
+    )
+
+    await db.summary_runs.add(
+        Run(session_id=session.id, first_attempt_pass=True, fallback=False, attempts=1, cost=0.1)
+    )
+
+
+async def _rows_naming(db: Database, needle: str) -> list[tuple[str, tuple[object, ...]]]:
+    found = []
+    async with db.engine.connect() as conn:
+        for table in metadata.sorted_tables:
+            for row in await conn.execute(sa.select(table)):
+                if needle in repr(tuple(row)):
+                    found.append((table.name, tuple(row)))
+    return found
+
+
+async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> None:
+    await _populate(db, USER, "gone")
+    await _populate(db, KEEP, "kept")
+    before = await _rows_naming(db, KEEP)
+
+    counts = await db.forget_user(USER)
+
+    assert counts == {
+        "events": 2,
+        "summary_runs": 1,
+        "digests": 2,
+        "memory": 1,
+        "threads": 1,
+        "user_state": 2,
+        "sessions": 1,
+    }
+    assert await _rows_naming(db, USER) == []
+    assert await _rows_naming(db, "gone-") == []
+    assert await _rows_naming(db, KEEP) == before
+    kept = await db.sessions.get_session(app_name="app", user_id=KEEP, session_id="kept-s1")
+    assert kept is not None and len(kept.events) == 2
+    assert kept.state == {"user:lang": "en", "user:seen": True, "app:count": 1}
+    assert await db.forget_user(USER) == dict.fromkeys(counts, 0)

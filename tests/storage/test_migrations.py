@@ -1,0 +1,106 @@
+"""Alembic migrations: empty to head, first revision to head, and the start-up checks."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from storage import Database, DatabaseOutdatedError, DatabaseSchemaError
+from storage.engine import create_engine
+from storage.migrate import head_revision, upgrade_async
+from storage.schema import metadata
+
+
+async def _inspect(url: str) -> tuple[str | None, set[str | None], list[object]]:
+    """(revision, index names on threads, schema differences from the code's metadata)."""
+    engine = create_engine(url)
+
+    def run(conn: sa.Connection) -> tuple[str | None, set[str | None], list[object]]:
+        context = MigrationContext.configure(conn)
+        indexes = {ix["name"] for ix in sa.inspect(conn).get_indexes("threads")}
+        return context.get_current_revision(), indexes, compare_metadata(context, metadata)
+
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(run)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    if request.param == "sqlite":
+        return sqlite_url
+    return str(request.getfixturevalue("postgres_empty_url"))
+
+
+async def test_migration_empty_to_head_matches_the_code(empty_url: str) -> None:
+    assert await upgrade_async(empty_url) == head_revision()
+    revision, indexes, differences = await _inspect(empty_url)
+    assert revision == head_revision()
+    assert "ix_threads_idle" in indexes
+    assert differences == []
+
+
+async def test_migration_from_first_revision_keeps_data(empty_url: str) -> None:
+    assert await upgrade_async(empty_url, "0001") == "0001"
+    engine = create_engine(empty_url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO threads (team_id, channel_id, thread_ts, session_id, app_name,"
+                " user_id, last_activity_at, created_at)"
+                " VALUES ('T1', 'C1', '1.0', 's1', 'app', 'u1', 10.0, 5.0)"
+            )
+        )
+    await engine.dispose()
+    _, indexes, _ = await _inspect(empty_url)
+    assert "ix_threads_last_activity_at" in indexes
+
+    assert await upgrade_async(empty_url) == head_revision()
+
+    revision, indexes, differences = await _inspect(empty_url)
+    assert (revision, differences) == (head_revision(), [])
+    assert "ix_threads_idle" in indexes and "ix_threads_last_activity_at" not in indexes
+    db = await Database.open(empty_url, migrate=False)
+    try:
+        threads = await db.threads.list_threads()
+    finally:
+        await db.close()
+    assert [(t.thread_ts, t.digest_state, t.status) for t in threads] == [
+        ("1.0", "pending", "active")
+    ]
+
+
+async def test_migration_sqlite_is_upgraded_on_open(sqlite_url: str) -> None:
+    await upgrade_async(sqlite_url, "0001")
+    db = await Database.open(sqlite_url)
+    await db.close()
+    revision, _, _ = await _inspect(sqlite_url)
+    assert revision == head_revision()
+
+
+async def test_migration_outdated_database_is_refused_with_one_line(empty_url: str) -> None:
+    await upgrade_async(empty_url, "0001")
+    with pytest.raises(DatabaseOutdatedError) as caught:
+        await Database.open(empty_url, migrate=False)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "0001" in message and head_revision() in message and "db upgrade" in message
+
+
+async def test_migration_postgres_is_never_migrated_on_open(postgres_empty_url: str) -> None:
+    with pytest.raises(DatabaseOutdatedError, match="revision none"):
+        await Database.open(postgres_empty_url, migrate=True)
+
+
+async def test_migration_unknown_revision_is_refused(sqlite_url: str) -> None:
+    await upgrade_async(sqlite_url)
+    engine = create_engine(sqlite_url)
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+    await engine.dispose()
+    with pytest.raises(DatabaseSchemaError, match="9999"):
+        await Database.open(sqlite_url)
