@@ -254,3 +254,20 @@ async def test_summary_huge_payload_and_transcript_fit_the_budget(
     assert result.metadata["token_budget_applied"] is True
     assert result.metadata["omitted_events"] > 9000
     assert "[e10003] billing_agent: Working on it, step 9999." in sent
+
+
+async def test_summary_model_string_resolves_through_the_factory(refund_session: Session) -> None:
+    good = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
+    model = ScriptedModel([json_text(good)], name="local/qwen")
+    asked: list[str] = []
+
+    def factory(name: str) -> ScriptedModel:
+        asked.append(name)
+        return model
+
+    service = SummaryService("local/qwen", model_factory=factory)
+    result = await service.summarize(refund_session)
+
+    assert isinstance(result, Summary)
+    assert asked == ["local/qwen"]
+    assert service.model_name == "local/qwen"
