@@ -82,7 +82,9 @@ def render_record(
             ],
         },
     ]
-    return SummaryView(ok=True, text=body, blocks=blocks, plain=to_text(record, source_session_id=session.id))
+    return SummaryView(
+        ok=True, text=body, blocks=blocks, plain=to_text(record, source_session_id=session.id)
+    )
 
 
 def render_no_summary(problems: tuple[str, ...], *, thread_link: str) -> SummaryView:

@@ -83,16 +83,16 @@ class ThreadWorker:
         finally:
             self._queues.pop(key, None)
 
-    async def drain(self, timeout: float) -> bool:
-        """Stop intake and wait up to `timeout` seconds; True when everything finished."""
+    async def drain(self, grace_seconds: float) -> bool:
+        """Stop intake and wait up to `grace_seconds`; True when everything finished."""
         self._closed = True
         if not self._tasks:
             return True
-        _, still_running = await asyncio.wait(set(self._tasks), timeout=timeout)
+        _, still_running = await asyncio.wait(set(self._tasks), timeout=grace_seconds)
         for task in still_running:
             task.cancel()
         if still_running:
-            await asyncio.wait(still_running, timeout=max(1.0, timeout / 4))
+            await asyncio.wait(still_running, timeout=max(1.0, grace_seconds / 4))
             log.warning(
                 "cancelled unfinished work on shutdown", extra={"tasks": len(still_running)}
             )

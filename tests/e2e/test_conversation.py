@@ -87,12 +87,31 @@ async def test_conversation_ignores_own_bot_edits_and_joins_quietly(
     events = [
         {**dm("mine", ts="1700000030.000100"), "user": "UBOT", "bot_id": "BBOT"},
         {**dm("other bot", ts="1700000031.000100"), "bot_id": "BOTHER", "subtype": "bot_message"},
-        {"type": "message", "subtype": "message_changed", "channel": "D1", "channel_type": "im",
-         "ts": "1700000032.000100", "message": {"text": "edited", "user": "U1"}},
-        {"type": "message", "subtype": "message_deleted", "channel": "D1", "channel_type": "im",
-         "ts": "1700000033.000100", "deleted_ts": "1700000001.000100"},
-        {"type": "message", "subtype": "channel_join", "channel": "C1", "user": "U2",
-         "channel_type": "channel", "ts": "1700000034.000100", "text": "<@U2> joined"},
+        {
+            "type": "message",
+            "subtype": "message_changed",
+            "channel": "D1",
+            "channel_type": "im",
+            "ts": "1700000032.000100",
+            "message": {"text": "edited", "user": "U1"},
+        },
+        {
+            "type": "message",
+            "subtype": "message_deleted",
+            "channel": "D1",
+            "channel_type": "im",
+            "ts": "1700000033.000100",
+            "deleted_ts": "1700000001.000100",
+        },
+        {
+            "type": "message",
+            "subtype": "channel_join",
+            "channel": "C1",
+            "user": "U2",
+            "channel_type": "channel",
+            "ts": "1700000034.000100",
+            "text": "<@U2> joined",
+        },
     ]
     for event in events:
         assert (await bot.send_event(event)).status == 200

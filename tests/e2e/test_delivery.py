@@ -61,7 +61,7 @@ async def test_delivery_twenty_messages_in_one_thread_answered_in_order(
         await bot.send_event(dm(f"message {i}", ts=ts, thread_ts=root if i else None))
         if i == 0:
             root = ts
-    await slack.wait_for("chat.update", count=20, timeout=30)
+    await slack.wait_for("chat.update", count=20, within=30)
     await bot.idle()
     replies = [u["blocks"][0]["text"]["text"] for u in slack.calls_to("chat.update")]
     assert replies == [f"echo: message {i}" for i in range(20)]
@@ -71,8 +71,14 @@ async def test_delivery_forged_unsigned_and_stale_requests_get_401(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel([])))
-    body = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvX",
-                       "event": dm("hi", ts="1700000300.000100")})
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": "T1",
+            "event_id": "EvX",
+            "event": dm("hi", ts="1700000300.000100"),
+        }
+    )
     forged = sign(body, secret="wrong-secret")
     stale = sign(body, timestamp=int(time.time()) - 301)
     assert (await bot.post(body, "application/json", signed=False)).status == 401

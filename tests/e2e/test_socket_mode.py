@@ -23,20 +23,24 @@ async def test_socket_mode_dm_round_trip_and_health(tmp_path: Path) -> None:
     async with FakeSocketModeServer() as ws, FakeSlackApi(socket_url="") as slack:
         slack.socket_url = ws.url
         settings = Settings(
-            slack_bot_token="xoxb-test", slack_app_token="xapp-test", slack_api_url=slack.url,
+            slack_bot_token="xoxb-test",
+            slack_app_token="xapp-test",
+            slack_api_url=slack.url,
             _env_file=None,
         )
         assert settings.mode() == "socket"
         db = await open_database(tmp_path)
         runner = Runner(
             agent=support_tree(ScriptedModel(["Hi over the socket"])),
-            app_name=settings.app_name, session_service=db.sessions,
+            app_name=settings.app_name,
+            session_service=db.sessions,
         )
         services, client = await create_services(settings, db=db, runner=runner, summarizer=None)
         bolt = build_bolt_app(services, verify_requests=False)
         handler = socket_handler(bolt, settings, services.client)
-        web_app = build_web_app(services, bolt, http_events=False,
-                                extra_health=handler.client.is_connected)
+        web_app = build_web_app(
+            services, bolt, http_events=False, extra_health=handler.client.is_connected
+        )
         site_runner = web.AppRunner(web_app)
         await site_runner.setup()
         site = web.TCPSite(site_runner, "127.0.0.1", 0)
@@ -45,9 +49,14 @@ async def test_socket_mode_dm_round_trip_and_health(tmp_path: Path) -> None:
         try:
             await handler.connect_async()
             await ws.wait_connected()
-            body = {"type": "event_callback", "team_id": "T1", "api_app_id": "A1",
-                    "event_id": "EvS1", "event_time": int(time.time()),
-                    "event": dm("hello socket", ts="1700000500.000100")}
+            body = {
+                "type": "event_callback",
+                "team_id": "T1",
+                "api_app_id": "A1",
+                "event_id": "EvS1",
+                "event_time": int(time.time()),
+                "event": dm("hello socket", ts="1700000500.000100"),
+            }
             envelope = await ws.send_event(body)
             await ws.wait_acked(envelope)
             await slack.wait_for("chat.update")

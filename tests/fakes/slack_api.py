@@ -147,7 +147,7 @@ class FakeSlackApi:
         method: str | Callable[[FakeSlackApi], bool],
         *,
         count: int = 1,
-        timeout: float = 10.0,
+        within: float = 10.0,
     ) -> None:
         """Wait until `method` was called `count` times (or the predicate holds)."""
 
@@ -157,7 +157,7 @@ class FakeSlackApi:
             return len(self.calls_to(method)) >= count
 
         async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(done), timeout)
+            await asyncio.wait_for(self._changed.wait_for(done), within)
 
     # --- server --------------------------------------------------------------------
 

@@ -58,8 +58,12 @@ class FakeSocketModeServer:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self._sockets.append(ws)
-        hello = {"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A1"},
-                 "debug_info": {"host": "fake", "approximate_connection_time": 3600}}
+        hello = {
+            "type": "hello",
+            "num_connections": 1,
+            "connection_info": {"app_id": "A1"},
+            "debug_info": {"host": "fake", "approximate_connection_time": 3600},
+        }
         await ws.send_str(json.dumps(hello))
         await self._notify()
         async for msg in ws:
@@ -68,22 +72,27 @@ class FakeSocketModeServer:
                 await self._notify()
         return ws
 
-    async def wait_connected(self, timeout: float = 10.0) -> None:
+    async def wait_connected(self, within: float = 10.0) -> None:
         async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(lambda: bool(self._sockets)), timeout)
+            await asyncio.wait_for(self._changed.wait_for(lambda: bool(self._sockets)), within)
 
     async def send_event(self, body: dict[str, Any], *, retry_attempt: int = 0) -> str:
         """Push an `events_api` envelope carrying `body`; returns its envelope id."""
         envelope_id = uuid.uuid4().hex
-        envelope = {"envelope_id": envelope_id, "type": "events_api", "payload": body,
-                    "accepts_response_payload": False, "retry_attempt": retry_attempt,
-                    "retry_reason": ""}
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": "events_api",
+            "payload": body,
+            "accepts_response_payload": False,
+            "retry_attempt": retry_attempt,
+            "retry_reason": "",
+        }
         await self._sockets[-1].send_str(json.dumps(envelope))
         return envelope_id
 
-    async def wait_acked(self, envelope_id: str, timeout: float = 10.0) -> None:
+    async def wait_acked(self, envelope_id: str, within: float = 10.0) -> None:
         def acked() -> bool:
             return any(a.get("envelope_id") == envelope_id for a in self.acks)
 
         async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(acked), timeout)
+            await asyncio.wait_for(self._changed.wait_for(acked), within)
