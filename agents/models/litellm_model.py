@@ -182,7 +182,6 @@ class LiteLlmModel:
                 await asyncio.sleep(delay)
                 continue
             usage = usage + self._usage(litellm, raw)
-            answer = _answer_text(raw)
             try:
                 response = from_openai_response(raw)
                 if prompted:
@@ -194,7 +193,7 @@ class LiteLlmModel:
                 self._log_retry(agent, "malformed_tool_call", str(exc), retry, 0.0)
                 retry += 1
                 if prompted:
-                    params = _with_correction(params, answer, str(exc))
+                    params = _with_correction(params, _answer_text(raw), str(exc))
                 continue
             return response.model_copy(update={"usage": usage, "model": self.name})
 
