@@ -93,6 +93,7 @@ class Event(_Frozen):
     slack_ts: str | None = None
     usage: Usage | None = None
     model: str | None = None
+    finish_reason: str | None = None
     error_code: str | None = None
     error_message: str | None = None
 

@@ -155,6 +155,7 @@ class LlmAgent(BaseAgent):
             parts=parts,
             usage=response.usage,
             model=response.model or model.name,
+            finish_reason=response.finish_reason,
             error_code=response.error_code,
             error_message=response.error_message,
         )

@@ -267,7 +267,13 @@ class SummaryService:
             failed = ValidationResult(record=None, malformed=True)
             failed.problems.append(f"model call failed ({code}): {detail[:200]}")
             return failed, usage
-        checked = self.validator.validate(final.text, events, rendered=rendered, entities=entities)
+        checked = self.validator.validate(
+            final.text,
+            events,
+            rendered=rendered,
+            entities=entities,
+            finish_reason=final.finish_reason,
+        )
         return checked, usage
 
     async def _finish_empty(self, session_id: str, problem: str) -> NoSummary:
