@@ -47,6 +47,9 @@ class InvocationContext:
     branch: str | None = None
     temp_state: dict[str, Any] = field(default_factory=dict)
     end_invocation: bool = False
+    # The Slack message the reply will be posted as (the placeholder), so every answer
+    # event records where it can be cited.
+    reply_slack_ts: str | None = None
 
     @property
     def app_name(self) -> str:

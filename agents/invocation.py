@@ -24,6 +24,13 @@ async def run_and_persist(agent: BaseAgent, ctx: InvocationContext) -> AsyncIter
         for key, value in event.actions.state_delta.items():
             if key.startswith(TEMP_PREFIX):
                 ctx.temp_state[key] = value
+        if (
+            ctx.reply_slack_ts
+            and event.slack_ts is None
+            and event.text
+            and event.is_final_response()
+        ):
+            event = event.model_copy(update={"slack_ts": ctx.reply_slack_ts})
         stored = await ctx.session_service.append_event(ctx.session, event)
         log_event(stored)
         yield stored

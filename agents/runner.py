@@ -77,9 +77,14 @@ class Runner:
         session_id: str,
         message: str,
         slack_ts: str | None = None,
+        reply_slack_ts: str | None = None,
         invocation_id: str | None = None,
     ) -> AsyncIterator[Event]:
-        """Append the user's message, then run the chosen agent, yielding its events."""
+        """Append the user's message, then run the chosen agent, yielding its events.
+
+        `slack_ts` is the user's Slack message; `reply_slack_ts` the message the reply will
+        be posted as (a placeholder), recorded on every answer event so it can be cited.
+        """
         session = await self.session_service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id, since_compaction=True
         )
@@ -108,6 +113,7 @@ class Runner:
             budget=ModelCallBudget(self.max_model_calls),
             default_model=self.default_model,
             model_factory=self.model_factory,
+            reply_slack_ts=reply_slack_ts,
         )
         REGISTRY.inc("support_bot_invocations_total")
         current = agent.name
@@ -151,6 +157,7 @@ class Runner:
             author=author,
             branch=None,
             parts=(Part(text=text),),
+            slack_ts=ctx.reply_slack_ts,
             error_code=code,
             error_message=detail[:2000],
         )
