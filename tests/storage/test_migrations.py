@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -9,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 
 from storage import Database, DatabaseOutdatedError, DatabaseSchemaError
 from storage.engine import create_engine
-from storage.migrate import head_revision, upgrade_async
+from storage.migrate import head_revision, upgrade, upgrade_async
 from storage.schema import metadata
 
 
@@ -104,3 +106,11 @@ async def test_migration_unknown_revision_is_refused(sqlite_url: str) -> None:
     await engine.dispose()
     with pytest.raises(DatabaseSchemaError, match="9999"):
         await Database.open(sqlite_url)
+
+
+async def test_migration_sync_upgrade_for_the_cli(sqlite_url: str) -> None:
+    # `support-bot db upgrade` calls the synchronous helper outside any event loop.
+    assert await asyncio.to_thread(upgrade, sqlite_url) == head_revision()
+    assert await asyncio.to_thread(upgrade, sqlite_url) == head_revision()
+    db = await Database.open(sqlite_url, migrate=False)
+    await db.close()
