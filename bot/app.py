@@ -65,7 +65,7 @@ async def create_services(
     if summarizer is None:
         from bot.engine import build_summarizer
 
-        summarizer = build_summarizer(settings)
+        summarizer = build_summarizer(settings, db)
     services = BotServices(
         settings=settings,
         client=slack.web,

@@ -37,6 +37,13 @@ class Settings(BaseSettings):
 
     idle_after_seconds: float = 1800
     digest_scan_seconds: float = 60
+    digest_concurrency: int = Field(default=8, description="Summaries run at once per pass.")
+    digest_lease_seconds: float = Field(
+        default=600, description="A digest claim expires after this (a crashed process)."
+    )
+    delivery_retention_seconds: float = Field(
+        default=172_800, description="How long processed Slack delivery ids are kept."
+    )
     compaction_interval: int = 3
     compaction_overlap: int = 1
     port: int = 3000

@@ -106,6 +106,7 @@ class Conversation:
                 session_id=record.session_id,
                 message=msg.text,
                 slack_ts=msg.ts,
+                reply_slack_ts=placeholder_ts,
             ):
                 outcome.observe(event)
         except asyncio.CancelledError:

@@ -8,10 +8,13 @@ import signal
 from typing import Any
 
 from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
 from bot.app import build_bolt_app, build_web_app, create_services
 from bot.config import Settings, secret
+from bot.engine import build_digest_job
+from bot.scheduler import start_scheduler
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +47,22 @@ async def run_web(web_app: web.Application, settings: Settings, stop: Any = None
 async def serve_http(settings: Settings, **engine: Any) -> None:
     """HTTP mode: signed requests on POST /slack/events."""
     services, slack = await create_services(settings, **engine)
+    scheduler = start_jobs(services)
     bolt = build_bolt_app(services)
-    await run_web(build_web_app(services, bolt, on_close=_closer(services, slack)), settings)
+    on_close = _closer(services, slack, scheduler)
+    await run_web(build_web_app(services, bolt, on_close=on_close), settings)
 
 
 async def serve_socket(settings: Settings, **engine: Any) -> None:
     """Socket Mode: events over a WebSocket; /healthz and /metrics still on PORT."""
     services, slack = await create_services(settings, **engine)
+    scheduler = start_jobs(services)
     bolt = build_bolt_app(services, verify_requests=False)
     handler = socket_handler(bolt, settings, services.client)
 
     async def close() -> None:
         await handler.close_async()
-        await _closer(services, slack)()
+        await _closer(services, slack, scheduler)()
 
     web_app = build_web_app(
         services, bolt, http_events=False, extra_health=handler.client.is_connected, on_close=close
@@ -72,8 +78,15 @@ def socket_handler(bolt: Any, settings: Settings, client: Any) -> AsyncSocketMod
     )
 
 
-def _closer(services: Any, slack: Any) -> Any:
+def start_jobs(services: Any) -> AsyncIOScheduler:
+    """The digest scheduler and delivery expiry, on this process's event loop."""
+    job = build_digest_job(services.settings, services.db, services.summarizer, services.client)
+    return start_scheduler(services.settings, services.db, job)
+
+
+def _closer(services: Any, slack: Any, scheduler: AsyncIOScheduler) -> Any:
     async def close() -> None:
+        scheduler.shutdown(wait=False)
         await slack.close()
         close_db = getattr(services.db, "close", None)
         if close_db is not None:

@@ -1,0 +1,34 @@
+"""Links to Slack threads and to the exact messages a summary cites."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agents.events import Event
+
+
+@dataclass(frozen=True)
+class ThreadLinks:
+    """The thread's permalink, and links to any message in it built from that permalink."""
+
+    channel: str
+    thread_ts: str
+    thread_link: str
+
+    def message_link(self, ts: str) -> str:
+        base = self.thread_link.split("?", 1)[0].rsplit("/p", 1)[0]
+        link = f"{base}/p{ts.replace('.', '')}"
+        if ts == self.thread_ts:
+            return link
+        return f"{link}?thread_ts={self.thread_ts}&cid={self.channel}"
+
+    def link_for(self, event: Event) -> str | None:
+        """A link to the Slack message `event` came from or was posted as, if any."""
+        return self.message_link(event.slack_ts) if event.slack_ts else None
+
+
+async def thread_links(client: Any, channel: str, thread_ts: str) -> ThreadLinks:
+    """One `chat.getPermalink` call for the thread root; message links derive from it."""
+    answer = await client.chat_getPermalink(channel=channel, message_ts=thread_ts)
+    return ThreadLinks(channel=channel, thread_ts=thread_ts, thread_link=str(answer["permalink"]))
