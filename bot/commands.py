@@ -37,8 +37,7 @@ class ThreadActions:
 
     def handoff_agents(self) -> list[str]:
         """Agents a thread can be handed to: every LLM agent of the tree."""
-        root = self.s.runner.agent
-        return [a.name for a in root.walk() if isinstance(a, LlmAgent)]
+        return handoff_agents(self.s.runner.agent)
 
     async def authorised(self, user: str, channel: str) -> bool:
         """A support lead, or a member of the thread's channel."""
@@ -173,19 +172,32 @@ class ThreadActions:
         note: str,
         view: SummaryView,
     ) -> None:
-        sessions, new_id = self.s.db.sessions, uuid.uuid4().hex
-        fresh = await sessions.create_session(
-            app_name=record.app_name, user_id=record.user_id, session_id=new_id
-        )
         text = view.plain + (f"\nNote from the person handing off: {note}" if note else "")
-        # Authored by the target agent so that the runner routes the next message to it.
-        await sessions.append_event(fresh, Event(author=agent, parts=(Part(text=text),)))
-        await self.s.db.threads.remap(
-            key, session_id=new_id, owner_agent=agent, source_session_id=session.id
-        )
-        await self.s.db.threads.set_status(key, "active")
-        await self.s.db.threads.touch(key, now=time.time(), owner_agent=agent)
+        await hand_to_agent(self.s.db, key, record, session, agent, text)
         message = f"<@{requester}> handed this thread to *{escape(agent)}*."
         await self.s.client.chat_postMessage(
             channel=key.channel_id, thread_ts=key.thread_ts, text=message
         )
+
+
+def handoff_agents(root: Any) -> list[str]:
+    """Agents a thread can be handed to: every LLM agent of the tree under `root`."""
+    return [a.name for a in root.walk() if isinstance(a, LlmAgent)]
+
+
+async def hand_to_agent(
+    db: Any, key: ThreadKey, record: Any, session: Any, agent: str, text: str
+) -> str:
+    """Point the thread at a new session whose first event is `text` (the handoff record
+    in plain text), authored by `agent`; returns the new session id. Shared by the Slack
+    commands and the terminal chat."""
+    sessions, new_id = db.sessions, uuid.uuid4().hex
+    fresh = await sessions.create_session(
+        app_name=record.app_name, user_id=record.user_id, session_id=new_id
+    )
+    # Authored by the target agent so that the runner routes the next message to it.
+    await sessions.append_event(fresh, Event(author=agent, parts=(Part(text=text),)))
+    await db.threads.remap(key, session_id=new_id, owner_agent=agent, source_session_id=session.id)
+    await db.threads.set_status(key, "active")
+    await db.threads.touch(key, now=time.time(), owner_agent=agent)
+    return new_id

@@ -29,7 +29,10 @@ class Settings(BaseSettings):
     )
 
     database_url: str = "sqlite+aiosqlite:///support_bot.db"
-    model: str = "openai/gpt-4o-mini"
+    model: str | None = Field(
+        default=None,
+        description="litellm model string; unset (or `local`) runs the embedded local model.",
+    )
     summary_model: str | None = None
     compaction_model: str | None = None
     model_api_base: str | None = None

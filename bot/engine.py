@@ -1,8 +1,27 @@
-"""The agent engine the bot drives, built from settings: runner and summariser."""
+"""The agent engine the bot drives, built from settings: models, runner and summariser.
+
+Which model the bot runs on is decided here and only here, for every entry point
+(`serve`, `socket`, `chat`, `digest`, `eval`):
+
+- `MODEL` set to a litellm model string: that model, reached through litellm with
+  `MODEL_API_BASE` / `MODEL_API_KEY` (a hosted API, or any OpenAI-compatible server).
+- `MODEL` unset (or `local`): the embedded local model (`bot.local_model`), started on
+  127.0.0.1 for the life of the process and reached through litellm like any other model,
+  with prompted tool calls.
+
+`SUMMARY_MODEL` and `COMPACTION_MODEL` default to whatever `MODEL` resolved to::
+
+    async with open_models(settings) as models:
+        runner = build_runner(settings, db, models)
+        summarizer = build_summarizer(settings, db, models)
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import Model
@@ -11,8 +30,25 @@ from agents.tree import build_support_tree
 from bot.config import Settings, secret
 from bot.digest_job import DigestJob
 
+if TYPE_CHECKING:
+    from bot.local_model import LocalEndpoint
 
-def model_factory(settings: Settings) -> Any:
+LOCAL_MODEL_NAMES = ("", "local")
+"""`MODEL` values that select the embedded local model (so does leaving it unset)."""
+
+ModelRef = Model | str
+
+
+class LocalModelRequiredError(RuntimeError):
+    """`MODEL` is unset, so the embedded model is needed, but it was not started."""
+
+
+def uses_local_model(settings: Settings) -> bool:
+    """True when `MODEL` is unset or `local`: the bot runs on the embedded model."""
+    return settings.model is None or settings.model.strip() in LOCAL_MODEL_NAMES
+
+
+def model_factory(settings: Settings) -> Callable[[str], Model]:
     """Resolve litellm model strings with the configured API base and key."""
 
     def make(name: str) -> Model:
@@ -25,11 +61,76 @@ def model_factory(settings: Settings) -> Any:
     return make
 
 
-def build_runner(settings: Settings, db: Any) -> Runner:
+@dataclass(frozen=True)
+class Models:
+    """The models one process runs on, resolved from settings once.
+
+    `main` is the tree's default (`MODEL`); `summary` and `compaction` default to it.
+    Each is a litellm model string (resolved by `factory`) or a ready `Model`.
+    """
+
+    main: ModelRef
+    summary: ModelRef
+    compaction: ModelRef
+    factory: Callable[[str], Model]
+    label: str
+
+    def resolve(self, ref: ModelRef) -> Model:
+        """A `Model` for `ref`."""
+        return self.factory(ref) if isinstance(ref, str) else ref
+
+
+def configured_models(settings: Settings, local: LocalEndpoint | None = None) -> Models:
+    """The models `settings` name; `local` is the running embedded model, needed (and
+    used) only when `MODEL` is unset."""
+    factory = model_factory(settings)
+    main: ModelRef
+    if uses_local_model(settings):
+        if local is None:
+            raise LocalModelRequiredError(
+                "MODEL is not set, so the embedded local model is used; start it with "
+                "bot.engine.open_models(settings)"
+            )
+        main = local.litellm_model()
+        label = f"{local.model} (embedded, {local.api_base})"
+    else:
+        assert settings.model is not None
+        main = settings.model
+        label = settings.model + (
+            f" at {settings.model_api_base}" if settings.model_api_base else ""
+        )
+    return Models(
+        main=main,
+        summary=settings.summary_model or main,
+        compaction=settings.compaction_model or main,
+        factory=factory,
+        label=label,
+    )
+
+
+@asynccontextmanager
+async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> AsyncIterator[Models]:
+    """The process's models; starts the embedded model (progress on `stderr`) when `MODEL`
+    is unset, and stops it on exit. Raises `bot.local_model_weights.LocalModelError` with
+    instructions when the embedded model is not installed."""
+    if not uses_local_model(settings):
+        yield configured_models(settings)
+        return
+    from bot.local_model import LocalModelServer
+
+    server = LocalModelServer(stderr=stderr)
+    endpoint = await server.start()
+    try:
+        yield configured_models(settings, endpoint)
+    finally:
+        await server.stop()
+
+
+def build_runner(settings: Settings, db: Any, models: Models | None = None) -> Runner:
     """The support tree over the database's session service, compacting after each
     invocation on `COMPACTION_MODEL` (default: `MODEL`)."""
-    factory = model_factory(settings)
-    summarizer = LlmEventSummarizer(factory(settings.compaction_model or settings.model))
+    models = models or configured_models(settings)
+    summarizer = LlmEventSummarizer(models.resolve(models.compaction))
     compactor = Compactor(
         db.sessions,
         EventsCompactionConfig(
@@ -39,22 +140,23 @@ def build_runner(settings: Settings, db: Any) -> Runner:
         ),
     )
     return Runner(
-        agent=build_support_tree(model=settings.model),
+        agent=build_support_tree(model=models.main),
         app_name=settings.app_name,
         session_service=db.sessions,
-        model_factory=factory,
+        model_factory=models.factory,
         after_invocation=[compactor],
     )
 
 
-def build_summarizer(settings: Settings, db: Any = None) -> Any:
+def build_summarizer(settings: Settings, db: Any = None, models: Models | None = None) -> Any:
     """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`); each run's
     metrics are stored when a database is given."""
     from agents.summary.service import SummaryService
 
+    models = models or configured_models(settings)
     return SummaryService(
-        settings.summary_model or settings.model,
-        model_factory=model_factory(settings),
+        models.summary,
+        model_factory=models.factory,
         sink=db.summary_runs if db is not None else None,
     )
 

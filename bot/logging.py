@@ -14,6 +14,26 @@ _SECRET = re.compile(r"\b(xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\
 _STANDARD = set(vars(logging.makeLogRecord({})))
 
 
+# Fields whose values are credentials whatever they look like.
+_SECRET_KEY = re.compile(
+    r"(^|[_-])(authorization|token|secret|password|api[_-]?key|cookie)$", re.IGNORECASE
+)
+
+
+def _field(key: str, value: Any) -> Any:
+    """A JSON-ready `extra=` value: None stays null, containers stay structured, every
+    string is redacted, and credential-named keys are masked outright."""
+    if _SECRET_KEY.search(key) and value is not None:
+        return "[redacted]"
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_field("", v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _field(str(k), v) for k, v in value.items()}
+    return redact(str(value))
+
+
 def redact(text: str) -> str:
     """`text` with anything that looks like a Slack token or bearer credential masked."""
     return _SECRET.sub(lambda m: (m.group(2) or "") + "[redacted]", text)
@@ -31,9 +51,7 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                payload[key] = (
-                    value if isinstance(value, (int, float, bool)) else redact(str(value))
-                )
+                payload[key] = _field(key, value)
         if record.exc_info:
             payload["exc"] = redact(self.formatException(record.exc_info))
         return json.dumps(payload, default=str)

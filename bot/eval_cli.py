@@ -1,0 +1,86 @@
+"""`support-bot eval summaries` and `support-bot eval routing`.
+
+Both run on any litellm model (`--model`, else the configured `MODEL`, else the
+embedded model), including a local OpenAI-compatible server (`MODEL_API_BASE`). They
+show a progress bar on stderr and print their report on the output stream.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from bot.config import Settings
+from bot.progress import ProgressBar
+
+
+async def eval_summaries(
+    settings: Settings,
+    out: TextIO,
+    *,
+    data: str,
+    model: str | None = None,
+    limit: int | None = None,
+    seed_validator: bool = False,
+) -> int:
+    """Summarise `limit` conversations (every nth) and print `EvalReport.lines()`; with
+    `seed_validator`, the same conversations again under the seed's validator."""
+    from agents.summary.dataset import load_conversations
+    from agents.summary.eval import evaluate, select_every_nth
+    from agents.summary.service import SummaryService
+    from agents.summary.validator import Validator
+    from bot.engine import open_models
+
+    if model:
+        settings = settings.model_copy(update={"model": model, "summary_model": model})
+    conversations = select_every_nth(list(load_conversations(data)), limit or 0)
+    validators = {"strict": Validator()}
+    if seed_validator:
+        validators["seed"] = Validator(strict=False)
+    async with open_models(settings) as models:
+        out.write(f"model: {models.label}\n")
+        for label, validator in validators.items():
+            service = SummaryService(
+                models.summary, model_factory=models.factory, validator=validator
+            )
+            report = await evaluate(
+                conversations,
+                service,
+                label=label,
+                progress=ProgressBar(f"summaries ({label})"),
+            )
+            out.write("\n".join(report.lines()) + "\n")
+    return 0
+
+
+async def eval_routing(
+    settings: Settings,
+    out: TextIO,
+    *,
+    data: str,
+    model: str | None = None,
+    limit: int | None = None,
+    routes: str | None = None,
+) -> int:
+    """Route each conversation's first user message; print accuracy and the confusion
+    table against `expected_route`, mapped by `routes` (see `RouteMap.parse`)."""
+    from agents.tree import build_support_tree
+    from bot.engine import open_models
+    from bot.eval_routing import RouteMap, evaluate_routing, load_cases, select_every_nth
+
+    if model:
+        settings = settings.model_copy(update={"model": model})
+    route_map = RouteMap.parse(routes)
+    cases = select_every_nth(list(load_cases(data)), limit)
+    async with open_models(settings) as models:
+        out.write(f"model: {models.label}\n")
+        mapping = ", ".join(f"{k}={v}" for k, v in sorted(route_map.routes.items()))
+        out.write(f"routes: {mapping}, anything else={route_map.fallback}\n")
+        report = await evaluate_routing(
+            cases,
+            tree=lambda: build_support_tree(model=models.main),
+            routes=route_map,
+            model_factory=models.factory,
+            progress=ProgressBar("routing"),
+        )
+    out.write("\n".join(report.lines()) + "\n")
+    return 0
