@@ -13,6 +13,7 @@ from slack_bolt.async_app import AsyncApp
 from agents.metrics import REGISTRY
 from bot import listeners
 from bot.config import Settings, secret
+from bot.recovery import recover
 from bot.services import BotServices
 from bot.slack_client import SlackClient
 from bot.thread_worker import ThreadWorker
@@ -105,6 +106,11 @@ def build_web_app(
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)
         return web.Response(text=REGISTRY.render_prometheus(), content_type="text/plain")
 
+    async def startup(_: web.Application) -> None:
+        # Before the site listens: re-run messages keep their place in their threads.
+        await recover(services)
+
+    app.on_startup.append(startup)
     if http_events:
         app.router.add_post(EVENTS_PATH, events)
     app.router.add_get("/healthz", healthz)

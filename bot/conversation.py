@@ -1,4 +1,10 @@
-"""One message, end to end: thread -> session -> runner -> placeholder -> reply."""
+"""One message, end to end: thread -> session -> runner -> placeholder -> reply.
+
+Every accepted message is tracked in `db.inflight` (see `storage.inflight`) from before
+the HTTP ack until its thread has an answer, so a crash at any point leaves a row that
+the next start-up finishes (`bot.recovery`). Slack writes are retried patiently: a
+Slack outage delays a reply, it never loses one.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,14 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.events import Event
+import aiohttp
+from slack_sdk.errors import SlackApiError
+
+from agents.events import Event, new_invocation_id
 from agents.metrics import REGISTRY
 from bot.formatting import markdown_to_mrkdwn, split_message
 from bot.messages import IncomingMessage
@@ -24,9 +34,17 @@ from bot.slack_ui import (
     thinking_blocks,
     transfer_line,
 )
+from storage.inflight import InflightKey
 from storage.threads import ThreadKey
 
 log = logging.getLogger(__name__)
+
+# Beyond slack_sdk's own retries: how often, and how patiently, a reply is re-sent while
+# Slack answers 429 or 5xx or cannot be reached (about a minute and a half in all).
+DELIVERY_ATTEMPTS = 7
+DELIVERY_BACKOFF_S = 1.0
+DELIVERY_MAX_WAIT_S = 30.0
+_RETRYABLE_SLACK_ERRORS = {"ratelimited", "fatal_error", "internal_error", "service_unavailable"}
 
 
 @dataclass
@@ -49,8 +67,48 @@ class Outcome:
             self.reply = event
 
 
+def _thread(key: ThreadKey) -> dict[str, str]:
+    return {"slack_thread": key.thread_ts}
+
+
 def thread_key(msg: IncomingMessage) -> ThreadKey:
     return ThreadKey(team_id=msg.team_id, channel_id=msg.channel, thread_ts=msg.root_ts)
+
+
+def inflight_key(msg: IncomingMessage) -> InflightKey:
+    return InflightKey(team_id=msg.team_id, channel_id=msg.channel, message_ts=msg.ts)
+
+
+def _retry_delay(exc: Exception, attempt: int) -> float | None:
+    """Seconds to wait before re-sending after `exc`, or None when retrying cannot help."""
+    backoff = min(DELIVERY_BACKOFF_S * 2 ** (attempt - 1), DELIVERY_MAX_WAIT_S)
+    if isinstance(exc, aiohttp.ClientError | TimeoutError):
+        return backoff
+    if not isinstance(exc, SlackApiError):
+        return None
+    response = exc.response
+    status = getattr(response, "status_code", 200)
+    if status == 429:
+        retry_after = (getattr(response, "headers", None) or {}).get("Retry-After", "")
+        return min(float(retry_after), DELIVERY_MAX_WAIT_S) if retry_after.isdigit() else backoff
+    if status >= 500 or response.get("error") in _RETRYABLE_SLACK_ERRORS:
+        return backoff
+    return None
+
+
+async def deliver(call: Callable[[], Awaitable[Any]], *, what: str) -> Any:
+    """Run a Slack write, re-sending it while the failure is transient."""
+    for attempt in range(1, DELIVERY_ATTEMPTS + 1):
+        try:
+            return await call()
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            delay = _retry_delay(exc, attempt)
+            if delay is None or attempt == DELIVERY_ATTEMPTS:
+                raise
+            REGISTRY.inc("support_bot_slack_redeliveries_total", call=what)
+            log.warning("%s failed (%s); retrying in %.1fs", what, type(exc).__name__, delay)
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 class Conversation:
@@ -59,15 +117,26 @@ class Conversation:
     def __init__(self, services: BotServices) -> None:
         self.s = services
 
+    async def accept(self, msg: IncomingMessage) -> bool:
+        """Durably take the message on (before the ack): False for a duplicate delivery."""
+        accepted = await self.s.db.inflight.accept(
+            inflight_key(msg),
+            thread_ts=msg.root_ts,
+            message=msg.to_record(),
+            delivery_key=f"message:{msg.team_id}:{msg.channel}:{msg.ts}",
+            owner=self.s.owner,
+            now=time.time(),
+        )
+        if not accepted:
+            REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")
+        return bool(accepted)
+
     async def handle(self, msg: IncomingMessage) -> None:
         """Decide whether to answer, then run the invocation and post the reply."""
         db, key = self.s.db, thread_key(msg)
         record = await db.threads.get(key)
         if not self._should_answer(msg, record):
-            return
-        message_key = f"message:{msg.team_id}:{msg.channel}:{msg.ts}"
-        if not await db.deliveries.first_delivery(message_key, now=time.time()):
-            REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")
+            await db.inflight.finish(inflight_key(msg))
             return
         record = await self._ensure_thread(key, msg, record)
         await self._answer(key, msg, record)
@@ -99,41 +168,93 @@ class Conversation:
     async def _answer(self, key: ThreadKey, msg: IncomingMessage, record: Any) -> None:
         placeholder_ts: str | None = None
         outcome = Outcome()
+        tracked = inflight_key(msg)
+        invocation_id = new_invocation_id()
         try:
+            await self.s.db.inflight.start(tracked, invocation_id=invocation_id, now=time.time())
             placeholder_ts = await self._post_placeholder(key)
+            if placeholder_ts is not None:
+                await self.s.db.inflight.set_placeholder(tracked, placeholder_ts)
             async for event in self.s.runner.run_async(
                 user_id=record.user_id,
                 session_id=record.session_id,
                 message=msg.text,
                 slack_ts=msg.ts,
                 reply_slack_ts=placeholder_ts,
+                invocation_id=invocation_id,
             ):
                 outcome.observe(event)
         except asyncio.CancelledError:
-            await asyncio.shield(self._fail(key, placeholder_ts, "interrupted", INTERRUPTED_TEXT))
+            await asyncio.shield(
+                self.fail(key, tracked, placeholder_ts, "interrupted", INTERRUPTED_TEXT)
+            )
             raise
         except Exception:
             log.exception("invocation failed", extra={"slack_thread": key.thread_ts})
-            await self._fail(key, placeholder_ts, "bot_error", FAILURE_TEXT)
+            await self.fail(key, tracked, placeholder_ts, "bot_error", FAILURE_TEXT)
             return
+        await self.conclude(key, tracked, placeholder_ts, outcome)
+
+    async def conclude(
+        self, key: ThreadKey, tracked: InflightKey, placeholder_ts: str | None, outcome: Outcome
+    ) -> None:
+        """Post what the invocation produced (its reply, or a failure notice)."""
         if outcome.error is not None or outcome.reply is None:
             code = outcome.error.error_code if outcome.error else "no_reply"
-            await self._fail(key, placeholder_ts, code or "error", FAILURE_TEXT)
+            await self.fail(key, tracked, placeholder_ts, code or "error", FAILURE_TEXT)
             return
-        await self._post_reply(key, placeholder_ts, outcome)
+        try:
+            await self._post_reply(key, placeholder_ts, outcome)
+        except Exception:
+            # The reply is stored but Slack would not take it: tell the thread if we can.
+            log.exception("could not post reply", extra={"slack_thread": key.thread_ts})
+            await self.fail(key, tracked, placeholder_ts, "slack_error", FAILURE_TEXT)
+            return
+        await self.s.db.inflight.finish(tracked)
         await self.s.db.threads.touch(key, now=time.time(), owner_agent=outcome.reply.author)
 
-    async def _post_placeholder(self, key: ThreadKey) -> str:
-        resp = await self.s.client.chat_postMessage(
-            channel=key.channel_id,
-            thread_ts=key.thread_ts,
-            text=THINKING_TEXT,
-            blocks=thinking_blocks(),
-        )
+    async def _post_placeholder(self, key: ThreadKey) -> str | None:
+        """The "thinking" message, or None when Slack will not take it right now (the
+        reply is then posted as a new message instead of replacing it)."""
+        try:
+            resp = await self.s.client.chat_postMessage(
+                channel=key.channel_id,
+                thread_ts=key.thread_ts,
+                text=THINKING_TEXT,
+                blocks=thinking_blocks(),
+            )
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("placeholder not posted: %s", type(exc).__name__)
+            return None
         return str(resp["ts"])
 
     def _identity(self, agent: str) -> dict[str, Any]:
         return {"username": agent} if self.s.settings.chat_write_customize else {}
+
+    async def _replace_or_post(
+        self, key: ThreadKey, placeholder_ts: str | None, **message: Any
+    ) -> None:
+        """Turn the placeholder into `message`, or post it when there is none (or the
+        placeholder was deleted meanwhile)."""
+        client = self.s.client
+        if placeholder_ts is not None:
+            try:
+                await deliver(
+                    lambda: client.chat_update(
+                        channel=key.channel_id, ts=placeholder_ts, **message
+                    ),
+                    what="chat.update",
+                )
+                return
+            except SlackApiError as exc:
+                if exc.response.get("error") != "message_not_found":
+                    raise
+        await deliver(
+            lambda: client.chat_postMessage(
+                channel=key.channel_id, thread_ts=key.thread_ts, **message
+            ),
+            what="chat.postMessage",
+        )
 
     async def _post_reply(
         self, key: ThreadKey, placeholder_ts: str | None, outcome: Outcome
@@ -149,44 +270,43 @@ class Conversation:
             fallback += f" ({transfer_line(transfers)})"
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
         identity = self._identity(agent)
-        if placeholder_ts is not None:
-            await self.s.client.chat_update(
-                channel=key.channel_id, ts=placeholder_ts, text=fallback, blocks=first, **identity
-            )
-        else:
-            await self.s.client.chat_postMessage(
-                channel=key.channel_id,
-                thread_ts=key.thread_ts,
-                text=fallback,
-                blocks=first,
-                **identity,
-            )
+        await self._replace_or_post(key, placeholder_ts, text=fallback, blocks=first, **identity)
         for chunk in chunks[1:]:
-            await self.s.client.chat_postMessage(
-                channel=key.channel_id,
-                thread_ts=key.thread_ts,
-                text=chunk,
-                blocks=continuation_blocks(chunk),
-                **identity,
+            await deliver(
+                lambda chunk=chunk: self.s.client.chat_postMessage(  # type: ignore[misc]
+                    channel=key.channel_id,
+                    thread_ts=key.thread_ts,
+                    text=chunk,
+                    blocks=continuation_blocks(chunk),
+                    **identity,
+                ),
+                what="chat.postMessage",
             )
 
-    async def _fail(
-        self, key: ThreadKey, placeholder_ts: str | None, reason: str, text: str
+    async def fail(
+        self,
+        key: ThreadKey,
+        tracked: InflightKey,
+        placeholder_ts: str | None,
+        reason: str,
+        text: str,
     ) -> None:
-        """Tell the thread a person will follow up, and flag it; never raises."""
+        """Tell the thread a person will follow up, and flag it; never raises.
+
+        The message stays in flight when the notice could not be posted, so the next
+        start-up tries again.
+        """
         REGISTRY.inc("support_bot_invocation_failures_total", reason=reason)
         try:
             await self.s.db.threads.flag(key, reason)
         except Exception:
             log.exception("could not flag thread", extra={"slack_thread": key.thread_ts})
         try:
-            if placeholder_ts is not None:
-                await self.s.client.chat_update(
-                    channel=key.channel_id, ts=placeholder_ts, text=text, blocks=notice_blocks(text)
-                )
-            else:
-                await self.s.client.chat_postMessage(
-                    channel=key.channel_id, thread_ts=key.thread_ts, text=text
-                )
+            await self._replace_or_post(key, placeholder_ts, text=text, blocks=notice_blocks(text))
         except Exception:
             log.exception("could not post failure notice", extra={"slack_thread": key.thread_ts})
+            return
+        try:
+            await self.s.db.inflight.finish(tracked)
+        except Exception:
+            log.exception("could not clear in-flight message", extra=_thread(key))

@@ -30,6 +30,13 @@ class RecentKeys:
             self._keys.popitem(last=False)
         return True
 
+    def forget(self, key: Hashable) -> None:
+        """Drop `key`, so that a redelivery of it is taken again."""
+        self._keys.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
 
 class DeliveryFilter:
     """Drops a delivery seen before, by event id or by (channel, ts)."""
@@ -46,3 +53,9 @@ class DeliveryFilter:
             return True
         REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="memory")
         return False
+
+    def forget(self, *, event_id: str | None, channel: str, ts: str) -> None:
+        """Undo `first` for a delivery that could not be taken on (Slack will retry it)."""
+        if event_id:
+            self._events.forget(event_id)
+        self._messages.forget((channel, ts))

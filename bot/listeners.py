@@ -49,10 +49,21 @@ def register(app: AsyncApp, services: BotServices) -> None:
         )
         if msg is None:
             return
-        if not services.deliveries.first(event_id=msg.event_id, channel=msg.channel, ts=msg.ts):
+        delivery: dict[str, Any] = {"event_id": msg.event_id, "channel": msg.channel, "ts": msg.ts}
+        if not services.deliveries.first(**delivery):
             return
-        # Raising here (shutting down) answers 500, so Slack redelivers to a live process.
-        worker.submit((msg.team_id, msg.channel, msg.root_ts), lambda: conversation.handle(msg))
+        try:
+            # Durable before the ack: a crash after this point loses nothing (bot.recovery).
+            accepted = await conversation.accept(msg)
+        except BaseException:
+            # Answer 500 so Slack redelivers; the redelivery must not look like a duplicate.
+            services.deliveries.forget(**delivery)
+            raise
+        if not accepted:
+            return
+        # Shutting down: the message stays accepted and the next start-up answers it.
+        if not worker.closed:
+            worker.submit((msg.team_id, msg.channel, msg.root_ts), lambda: conversation.handle(msg))
 
     app.event("app_mention")(on_message)
     app.event("message")(on_message)

@@ -1,14 +1,27 @@
-"""Which Slack message events the bot acts on, as pure functions of the event."""
+"""Which Slack message events the bot acts on, as pure functions of the event.
+
+Payloads pass signature verification but are still untrusted in shape: every field the
+bot stores or routes on is type- and format-checked here, and anything that is not a
+well-formed human message is ignored rather than stored.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 # Subtypes that still carry a human's new message; everything else (edits, deletes,
 # joins, topic changes, bot_message, ...) is ignored.
 _ANSWERABLE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+_CHANNEL_TYPES = {"im", "mpim", "channel", "group"}
+# Slack's own limit on a message's text; a longer "message" is not from Slack.
+MAX_TEXT_CHARS = 40_000
+_TS = re.compile(r"\d{1,12}\.\d{1,8}")
+_ID = re.compile(r"[A-Z0-9][A-Z0-9_]{0,31}")
+_TEAM = re.compile(r"[A-Z0-9_]{0,32}")
+_EVENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,19 @@ class IncomingMessage:
         """The ts of the thread this message belongs to (its own ts when top-level)."""
         return self.thread_ts or self.ts
 
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready dict, kept while the message is in flight (see `from_record`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> IncomingMessage:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in names})
+
+
+def _matches(value: Any, pattern: re.Pattern[str]) -> TypeGuard[str]:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
 
 def parse_message(
     event: dict[str, Any],
@@ -46,35 +72,50 @@ def parse_message(
 ) -> IncomingMessage | None:
     """The message the bot should consider, or None for anything it ignores.
 
-    Ignores its own messages always; other bots' unless `answer_bots`; and edits,
-    deletes, joins and every subtype that is not a new message.
+    Ignores its own messages always; other bots' unless `answer_bots`; edits, deletes,
+    joins and every subtype that is not a new message; and any event whose fields are
+    missing, of the wrong type, malformed, or larger than Slack allows.
     """
+    if not isinstance(event, dict):
+        return None
     subtype = event.get("subtype")
-    if subtype == "bot_message" and answer_bots and event.get("bot_id") != bot_id:
+    if subtype is not None and not isinstance(subtype, str):
+        return None
+    event_bot_id = event.get("bot_id")
+    if subtype == "bot_message" and answer_bots and event_bot_id != bot_id:
         subtype = None
     if subtype not in _ANSWERABLE_SUBTYPES:
         return None
     user = event.get("user")
-    if not user or user == bot_user_id:
+    if not _matches(user, _ID) or user == bot_user_id:
         return None
-    if event.get("bot_id") and (event.get("bot_id") == bot_id or not answer_bots):
+    if event_bot_id and (event_bot_id == bot_id or not answer_bots):
+        return None
+    channel, ts, thread_ts = event.get("channel"), event.get("ts"), event.get("thread_ts")
+    if not _matches(channel, _ID) or not _matches(ts, _TS):
+        return None
+    if thread_ts is not None and not _matches(thread_ts, _TS):
+        return None
+    if not _matches(team_id, _TEAM) or (event_id is not None and not _matches(event_id, _EVENT_ID)):
         return None
     text = event.get("text") or ""
+    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
+        return None
     mention = f"<@{bot_user_id}>" if bot_user_id else None
     mentioned = event.get("type") == "app_mention" or bool(mention and mention in text)
     if mention:
         text = re.sub(rf"\s*{re.escape(mention)}\s*", " ", text).strip()
-    channel_type = event.get("channel_type") or (
-        "im" if str(event.get("channel", ""))[:1] == "D" else "channel"
-    )
+    channel_type = event.get("channel_type")
+    if channel_type not in _CHANNEL_TYPES:
+        channel_type = "im" if channel.startswith("D") else "channel"
     return IncomingMessage(
         team_id=team_id,
-        channel=event["channel"],
+        channel=channel,
         channel_type=channel_type,
         user=user,
         text=text,
-        ts=event["ts"],
-        thread_ts=event.get("thread_ts"),
+        ts=ts,
+        thread_ts=thread_ts,
         mentioned=mentioned,
         event_id=event_id,
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,3 +34,7 @@ class BotServices:
     deliveries: DeliveryFilter = field(default_factory=DeliveryFilter)
     agent_names: tuple[str, ...] = ()
     bot_user_id: str | None = None
+    # This process, as the owner of the messages it has accepted (see storage.inflight).
+    owner: str = field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )

@@ -18,6 +18,7 @@ from storage.errors import (
     DatabaseSchemaError,
     DatabaseUnavailableError,
 )
+from storage.inflight import InflightStore
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
 from storage.schema import (
@@ -46,6 +47,7 @@ class Database:
         self.sessions = SqlSessionService(self.gate)
         self.threads = ThreadStore(self.gate)
         self.deliveries = DeliveryStore(self.gate)
+        self.inflight = InflightStore(self.gate)
         self.digests = DigestStore(self.gate)
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)

@@ -115,6 +115,26 @@ deliveries = sa.Table(
     sa.Index(None, "created_at"),
 )
 
+# Slack messages accepted but not yet answered: written before the HTTP ack, removed once
+# the reply (or a failure notice) is posted. What is left after a crash is what a start-up
+# sweep must finish: re-run a message that never started, or tell the thread.
+inflight = sa.Table(
+    "inflight",
+    metadata,
+    sa.Column("team_id", sa.String(32), primary_key=True),
+    sa.Column("channel_id", sa.String(32), primary_key=True),
+    sa.Column("message_ts", sa.String(32), primary_key=True),
+    sa.Column("thread_ts", sa.String(32), nullable=False),
+    sa.Column("message", sa.JSON, nullable=False),
+    sa.Column("stage", sa.String(16), nullable=False, server_default="accepted"),
+    sa.Column("invocation_id", sa.String(64), nullable=True),
+    sa.Column("placeholder_ts", sa.String(32), nullable=True),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("accepted_at", sa.Float, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=True),
+    sa.Index(None, "owner"),
+)
+
 digests = sa.Table(
     "digests",
     metadata,

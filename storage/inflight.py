@@ -1,0 +1,166 @@
+"""Accepted Slack messages that are not answered yet, so a crash loses none of them.
+
+A message is `accept`ed (together with its delivery key, in one transaction) before the
+HTTP ack, marked `start`ed with its invocation id before the user's event is appended,
+given its placeholder's Slack ts once that is posted, and `finish`ed (deleted) once the
+reply or a failure notice is in the thread. Rows carry the owning process; after a
+crash the next process `take_over`s the rows its predecessor left and finishes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from storage.engine import SqlGate
+from storage.schema import deliveries, inflight
+
+Stage = Literal["accepted", "started"]
+
+
+class InflightKey(BaseModel):
+    """One Slack message: `(team_id, channel_id, message_ts)`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    team_id: str
+    channel_id: str
+    message_ts: str
+
+
+class InflightRecord(BaseModel):
+    """One accepted, unanswered message. `message` is the caller's own description of it."""
+
+    team_id: str
+    channel_id: str
+    message_ts: str
+    thread_ts: str
+    message: dict[str, Any]
+    stage: Stage
+    invocation_id: str | None = None
+    placeholder_ts: str | None = None
+    owner: str
+    accepted_at: float
+    started_at: float | None = None
+
+    @property
+    def key(self) -> InflightKey:
+        return InflightKey(
+            team_id=self.team_id, channel_id=self.channel_id, message_ts=self.message_ts
+        )
+
+
+def _where(key: InflightKey) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        inflight.c.team_id == key.team_id,
+        inflight.c.channel_id == key.channel_id,
+        inflight.c.message_ts == key.message_ts,
+    )
+
+
+class InflightStore:
+    """Durable tracking of accepted messages until their thread has an answer."""
+
+    def __init__(self, gate: SqlGate) -> None:
+        self._gate = gate
+
+    async def accept(
+        self,
+        key: InflightKey,
+        *,
+        thread_ts: str,
+        message: dict[str, Any],
+        delivery_key: str,
+        owner: str,
+        now: float,
+    ) -> bool:
+        """Record the delivery and the message at once; False (nothing written) when the
+        delivery key was seen before, by any process."""
+
+        async def tx(conn: AsyncConnection) -> bool:
+            inserted = await conn.execute(
+                self._gate.insert(deliveries)
+                .values(key=delivery_key, created_at=now)
+                .on_conflict_do_nothing()
+                .returning(deliveries.c.key)
+            )
+            if inserted.first() is None:
+                return False
+            await conn.execute(
+                self._gate.insert(inflight)
+                .values(
+                    **key.model_dump(),
+                    thread_ts=thread_ts,
+                    message=message,
+                    stage="accepted",
+                    owner=owner,
+                    accepted_at=now,
+                )
+                .on_conflict_do_nothing()
+            )
+            return True
+
+        return await self._gate.write(tx)
+
+    async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
+        async def tx(conn: AsyncConnection) -> bool:
+            stmt = (
+                sa.update(inflight)
+                .where(_where(key), *guards)
+                .values(values)
+                .returning(inflight.c.message_ts)
+            )
+            return (await conn.execute(stmt)).first() is not None
+
+        return await self._gate.write(tx)
+
+    async def start(self, key: InflightKey, *, invocation_id: str, now: float) -> bool:
+        """The invocation is about to append the user's event: from here on a crash means
+        the thread is told, not that the message is run again."""
+        return await self._update(
+            key, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
+        )
+
+    async def set_placeholder(self, key: InflightKey, placeholder_ts: str) -> bool:
+        """The "thinking" message the reply will replace."""
+        return await self._update(key, {"placeholder_ts": placeholder_ts})
+
+    async def finish(self, key: InflightKey) -> bool:
+        """The thread has its answer (or the message needs none): forget the message."""
+
+        async def tx(conn: AsyncConnection) -> bool:
+            return (await conn.execute(sa.delete(inflight).where(_where(key)))).rowcount > 0
+
+        return await self._gate.write(tx)
+
+    async def left_by_others(self, owner: str, *, limit: int = 1000) -> list[InflightRecord]:
+        """Rows owned by any process but `owner`, oldest first."""
+        query = (
+            sa.select(inflight)
+            .where(inflight.c.owner != owner)
+            .order_by(inflight.c.accepted_at)
+            .limit(limit)
+        )
+
+        async def tx(conn: AsyncConnection) -> list[InflightRecord]:
+            rows = (await conn.execute(query)).all()
+            return [InflightRecord.model_validate(dict(r._mapping)) for r in rows]
+
+        return await self._gate.read(tx)
+
+    async def take_over(self, record: InflightRecord, *, owner: str) -> bool:
+        """Move a row from its previous owner to `owner`. One guarded UPDATE, so of
+        several processes recovering at once exactly one gets True."""
+        return await self._update(record.key, {"owner": owner}, inflight.c.owner == record.owner)
+
+    async def count(self) -> int:
+        """How many messages are accepted and not yet answered, by every process."""
+
+        async def tx(conn: AsyncConnection) -> int:
+            query = sa.select(sa.func.count()).select_from(inflight)
+            return int((await conn.execute(query)).scalar_one())
+
+        return await self._gate.read(tx)
