@@ -290,7 +290,16 @@ async def run_chat(
 
     # litellm takes seconds to import: pay it while the person reads the prompt and types,
     # not on the first reply.
+    started = time.perf_counter()
     preload = asyncio.create_task(preload_litellm())
+    preload.add_done_callback(
+        lambda task: (
+            task.cancelled()
+            or log.info(
+                "litellm preloaded", extra={"seconds": round(time.perf_counter() - started, 2)}
+            )
+        )
+    )
     db = await Database.open(settings.database_url)
     try:
         async with open_models(settings, stderr=stderr) as models:

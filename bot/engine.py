@@ -18,6 +18,7 @@ Which model the bot runs on is decided here and only here, for every entry point
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from bot.digest_job import DigestJob
 if TYPE_CHECKING:
     from bot.local_model import LocalEndpoint
 
+NO_KEY = "sk-no-key"
 LOCAL_MODEL_NAMES = ("", "local")
 """`MODEL` values that select the embedded local model (so does leaving it unset)."""
 
@@ -54,9 +56,14 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
     def make(name: str) -> Model:
         from agents.models.litellm_model import LiteLlmModel
 
-        return LiteLlmModel(
-            name, api_base=settings.model_api_base, api_key=secret(settings.model_api_key)
-        )
+        return LiteLlmModel(name, api_base=settings.model_api_base, api_key=_api_key(name))
+
+    def _api_key(name: str) -> str | None:
+        key = secret(settings.model_api_key)
+        if key or not settings.model_api_base or not name.startswith("openai/"):
+            return key
+        # A local OpenAI-compatible server needs no key, but litellm's client insists on one.
+        return None if os.environ.get("OPENAI_API_KEY") else NO_KEY
 
     return make
 

@@ -18,6 +18,11 @@ SUMMARY_ATTEMPTS_TOTAL = "support_bot_summary_attempts_total"
 SUMMARY_TOKENS_TOTAL = "support_bot_summary_tokens_total"
 SUMMARY_COST_TOTAL = "support_bot_summary_cost_usd_total"
 
+FIRST_ATTEMPT_PASS_RATIO = "support_bot_summary_first_attempt_pass_ratio"
+FALLBACK_RATIO = "support_bot_summary_fallback_ratio"
+
+REGISTRY.describe(FIRST_ATTEMPT_PASS_RATIO, "gauge", "Share of summaries valid at the first try")
+REGISTRY.describe(FALLBACK_RATIO, "gauge", "Share of summaries that ended with no summary")
 REGISTRY.describe(SUMMARY_PROBLEMS_TOTAL, "counter", "Summary validation problems, by kind")
 REGISTRY.describe(SUMMARY_ATTEMPTS_TOTAL, "counter", "Summary model attempts, by result")
 REGISTRY.describe(SUMMARY_TOKENS_TOTAL, "counter", "Summary model tokens, by kind")
@@ -89,3 +94,8 @@ def count_run(run: SummaryRun) -> None:
     REGISTRY.inc(SUMMARY_TOKENS_TOTAL, run.prompt_tokens, kind="prompt")
     REGISTRY.inc(SUMMARY_TOKENS_TOTAL, run.completion_tokens, kind="completion")
     REGISTRY.inc(SUMMARY_COST_TOTAL, run.cost)
+    total = REGISTRY.get(SUMMARIES_TOTAL)
+    REGISTRY.set(
+        FIRST_ATTEMPT_PASS_RATIO, REGISTRY.get(SUMMARIES_TOTAL, outcome=PASSED_FIRST) / total
+    )
+    REGISTRY.set(FALLBACK_RATIO, REGISTRY.get(SUMMARIES_TOTAL, outcome=FALLBACK) / total)

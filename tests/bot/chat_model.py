@@ -11,7 +11,6 @@ summary request (one with a JSON schema) gets a handoff record citing the transc
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 from collections.abc import Iterator
