@@ -1,0 +1,155 @@
+"""Shared pieces of the reliability scenarios: signed delivery to any bot URL, a bot
+process, and what a thread shows in the fake Slack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bot.slack_ui import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
+from tests.e2e.harness import SIGNING_SECRET, TEAM, sign
+from tests.fakes.slack_api import FakeSlackApi
+
+REPO = Path(__file__).resolve().parents[2]
+NOTICES = (FAILURE_TEXT, INTERRUPTED_TEXT)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def event_body(event: dict[str, Any], *, event_id: str) -> str:
+    return json.dumps(
+        {
+            "token": "legacy",
+            "team_id": TEAM,
+            "api_app_id": "A1",
+            "type": "event_callback",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "event": event,
+        }
+    )
+
+
+class Sender:
+    """Posts signed Slack requests to `url` + /slack/events and returns the status."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = aiohttp.ClientSession()
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def post(
+        self, body: str, *, content_type: str = "application/json", headers: dict[str, str]
+    ) -> int:
+        all_headers = {"Content-Type": content_type, **headers}
+        async with self.http.post(f"{self.url}/slack/events", data=body, headers=all_headers) as r:
+            await r.read()
+            return r.status
+
+    async def event(
+        self, event: dict[str, Any], *, event_id: str, retry_num: int | None = None
+    ) -> int:
+        body = event_body(event, event_id=event_id)
+        headers = sign(body)
+        if retry_num is not None:
+            headers |= {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "timeout"}
+        return await self.post(body, headers=headers)
+
+
+def bot_messages(slack: FakeSlackApi, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+    """The bot's messages in one thread, oldest first."""
+    return [m for m in slack.thread(channel, thread_ts) if m.get("bot_id")]
+
+
+def user_messages(slack: FakeSlackApi, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+    return [m for m in slack.thread(channel, thread_ts) if not m.get("bot_id")]
+
+
+def settled(slack: FakeSlackApi, threads: dict[tuple[str, str], int]) -> bool:
+    """Every thread shows as many finished bot messages as it has user messages."""
+    for (channel, root), expected in threads.items():
+        mine = bot_messages(slack, channel, root)
+        if len(mine) < expected or any(m["text"] == THINKING_TEXT for m in mine):
+            return False
+    return True
+
+
+def integrity(db_file: Path) -> str:
+    with sqlite3.connect(db_file) as conn:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+class BotProcess:
+    """`python -m tests.reliability.bot_process` with the given environment."""
+
+    def __init__(self, env: dict[str, str], log_file: Path) -> None:
+        self.env = {**os.environ, **env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        self.port = int(env["PORT"])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_file = log_file
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    async def start(self, within: float = 30.0) -> None:
+        log = self.log_file.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.bot_process"],
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + within
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"bot exited: {self.log_file.read_text()[-2000:]}")
+                try:
+                    async with http.get(f"{self.url}/healthz") as resp:
+                        if resp.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise TimeoutError("bot did not become healthy")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        """SIGTERM (graceful drain) and wait; returns the exit code."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+
+async def wait_until(check: Callable[[], bool], *, within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+__all__ = ["NOTICES", "SIGNING_SECRET", "TEAM"]
