@@ -1,0 +1,78 @@
+"""Structured logs: one JSON object per line, path fields per event, no credential ever."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from agents.llm_agent import LlmAgent
+from agents.models.litellm_model import LiteLlmModel
+from agents.runner import Runner
+from agents.session_service import InMemorySessionService
+from bot.config import Settings
+from bot.logging import configure_logging
+from tests.fakes.openai_server import FakeOpenAIServer, error, text, tool_call, tool_call_reply
+
+SLACK_TOKEN = "xoxb-1111-2222-s3cr3tslack"
+API_KEY = "sk-live-0123456789abcdef"
+
+
+def records(err: str) -> list[dict[str, object]]:
+    lines = [line for line in err.splitlines() if line.strip()]
+    return [json.loads(line) for line in lines]  # every line is one JSON object
+
+
+def test_logging_never_shows_tokens_from_settings_or_headers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("INFO")
+    settings = Settings(_env_file=None, slack_bot_token=SLACK_TOKEN, model_api_key=API_KEY)
+    log = logging.getLogger("test.secrets")
+    log.info("settings: %s", settings, extra={"settings": settings})
+    log.info("calling", extra={"headers": {"Authorization": f"Bearer {API_KEY}"}})
+    log.info("raw header", extra={"authorization": API_KEY, "api_key": API_KEY})
+    log.warning("failed: Authorization: Bearer %s token=%s", API_KEY, SLACK_TOKEN)
+    err = capsys.readouterr().err
+    assert SLACK_TOKEN not in err and API_KEY not in err
+    logged = records(err)
+    assert len(logged) == 4
+    assert logged[1]["headers"] == {"Authorization": "[redacted]"}
+    assert logged[2]["authorization"] == "[redacted]" and logged[2]["api_key"] == "[redacted]"
+
+
+async def test_logging_one_json_line_per_event_with_path_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("INFO")
+    async with FakeOpenAIServer() as server:
+        server.add(
+            tool_call_reply(tool_call("transfer_to_agent", {"agent_name": "billing_agent"})),
+            error(500, f"upstream rejected key {API_KEY}"),
+            text("Refund on its way."),
+        )
+        model = LiteLlmModel(
+            "openai/test", api_base=server.base_url, api_key=API_KEY, backoff_base=0.01
+        )
+        billing = LlmAgent(name="billing_agent", description="Billing.", model=model)
+        root = LlmAgent(
+            name="support_supervisor", description="Door.", model=model, sub_agents=[billing]
+        )
+        sessions = InMemorySessionService()
+        runner = Runner(agent=root, app_name="t", session_service=sessions)
+        session = await sessions.create_session(app_name="t", user_id="u")
+        async for _ in runner.run_async(user_id="u", session_id=session.id, message="refund?"):
+            pass
+    err = capsys.readouterr().err
+    assert API_KEY not in err
+    events = [r for r in records(err) if r.get("msg") == "event"]
+    assert [(e["author"], e["transfer_to"]) for e in events] == [
+        ("user", None),
+        ("support_supervisor", None),  # the transfer_to_agent call
+        ("support_supervisor", "billing_agent"),  # its response, carrying the transfer
+        ("billing_agent", None),
+    ]
+    assert {e["invocation_id"] for e in events} == {events[0]["invocation_id"]}
+    assert all("branch" in e for e in events)
+    assert events[1]["tools"] == ["transfer_to_agent"]

@@ -1,0 +1,103 @@
+"""`/metrics` reports what a Slack session did: invocations, model use by agent, transfers,
+compactions, summaries, digests and dropped duplicate deliveries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
+from agents.events import FunctionCall, Part, Usage
+from agents.models.base import LlmResponse, ModelError
+from agents.models.scripted import ScriptedModel, json_text
+from agents.summary.service import SummaryService
+from bot.digest_job import DigestJob
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import channel_message
+from tests.e2e.trees import support_tree
+from tests.fakes.slack_api import FakeSlackApi
+
+
+def answer(text: str | None = None, *, call: FunctionCall | None = None) -> LlmResponse:
+    part = Part(function_call=call) if call else Part(text=text)
+    return LlmResponse(
+        parts=(part,), usage=Usage(prompt_tokens=100, completion_tokens=20, cost=0.5)
+    )
+
+
+def samples(page: str) -> dict[str, float]:
+    values = {}
+    for line in page.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    return values
+
+
+async def test_metrics_report_a_slack_session(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any
+) -> None:
+    transfer = FunctionCall(id="c1", name="transfer_to_agent", args={"agent_name": "billing_agent"})
+    model = ScriptedModel(
+        [answer(call=transfer), answer("Which card was charged?"), answer("Noted, thanks.")]
+    )
+    record = {
+        "goal": "Sort out a double charge",
+        "facts": [{"text": "Charged twice for order A-1001", "sources": ["e1"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    summarizer = SummaryService(ScriptedModel([json_text(record)]))
+    bot = await start_bot(support_tree(model), summarizer=summarizer)
+    # The first compaction fails, the second (after the next turn) is written.
+    compactor = Compactor(
+        database.sessions,
+        EventsCompactionConfig(
+            summarizer=LlmEventSummarizer(
+                ScriptedModel([ModelError("summariser down"), "Double charge on A-1001."])
+            ),
+            compaction_interval=1,
+            overlap_size=0,
+        ),
+    )
+    bot.services.runner.after_invocation.append(compactor)
+
+    root = "1700000100.000100"
+    first = channel_message("I was charged twice for order A-1001", ts=root, mention=True)
+    await bot.send_event(first, event_id="EvA")
+    await bot.send_event(first, event_id="EvA", retry_num=1)  # Slack's retry: dropped
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    await bot.services.runner.drain()
+    await bot.send_event(channel_message("the visa card", ts="1700000101.000100", thread_ts=root))
+    await slack.wait_for("chat.update", count=2)
+    await bot.idle()
+    await bot.services.runner.drain()
+
+    job = DigestJob(
+        db=database, summarizer=summarizer, client=bot.services.client,
+        lead_channel="CLEAD", idle_after=0,
+    )  # fmt: skip
+    [digest] = await job.run_once()
+    assert digest.outcome == "posted"
+
+    assert bot.http is not None
+    async with bot.http.get(f"{bot.url}/metrics") as response:
+        assert response.status == 200
+        page = await response.text()
+    got = samples(page)
+    # Two turns in the thread, and the summary agent's own run for the digest.
+    assert got["support_bot_invocations_total"] == 3
+    assert got['support_bot_model_calls_total{agent="support_supervisor"}'] == 1
+    assert got['support_bot_model_calls_total{agent="billing_agent"}'] == 2
+    assert got['support_bot_model_tokens_total{agent="billing_agent",kind="prompt"}'] == 200
+    assert got['support_bot_model_tokens_total{agent="billing_agent",kind="completion"}'] == 40
+    assert got['support_bot_model_cost_usd_total{agent="billing_agent"}'] == 1.0
+    assert got['support_bot_transfers_total{from="support_supervisor",to="billing_agent"}'] == 1
+    assert got["support_bot_compaction_runs_total"] == 1
+    assert got["support_bot_compaction_failures_total"] == 1
+    assert got['support_bot_summaries_total{outcome="passed_first_attempt"}'] == 1
+    assert got["support_bot_summary_first_attempt_pass_ratio"] == 1.0
+    assert got["support_bot_summary_fallback_ratio"] == 0.0
+    assert got["support_bot_digests_posted_total"] == 1
+    assert sum(v for k, v in got.items() if "duplicate_deliveries" in k) == 1
