@@ -146,11 +146,10 @@ class TerminalChat:
         self.say(_summary_text(await self._summarize(loaded)))
 
     async def handoff(self, target: str) -> None:
-        if not target:
-            agents = ", ".join(handoff_agents(self.ctx.runner.agent))
-            self.say(f"Usage: /handoff <agent|person>. Agents: {agents}.")
-            return
         agents = handoff_agents(self.ctx.runner.agent)
+        if not target:
+            self.say(f"Usage: /handoff <agent|person>. Agents: {', '.join(agents)}.")
+            return
         if target not in agents and self.ctx.runner.agent.find_agent(target) is not None:
             self.say(f"{target} is a workflow step; hand off to one of: {', '.join(agents)}.")
             return
@@ -292,14 +291,13 @@ async def run_chat(
     # not on the first reply.
     started = time.perf_counter()
     preload = asyncio.create_task(preload_litellm())
-    preload.add_done_callback(
-        lambda task: (
-            task.cancelled()
-            or log.info(
-                "litellm preloaded", extra={"seconds": round(time.perf_counter() - started, 2)}
-            )
-        )
-    )
+
+    def preloaded(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            seconds = round(time.perf_counter() - started, 2)
+            log.info("litellm preloaded", extra={"seconds": seconds})
+
+    preload.add_done_callback(preloaded)
     db = await Database.open(settings.database_url)
     try:
         async with open_models(settings, stderr=stderr) as models:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 
 @pytest.fixture
-async def server() -> FakeOpenAIServer:
+async def server() -> AsyncIterator[FakeOpenAIServer]:
     async with FakeOpenAIServer([support_model] * 200) as running:
         yield running
 
@@ -33,7 +34,7 @@ def settings_for(tmp_path: Path, server: FakeOpenAIServer, **extra: object) -> S
         "model_api_base": server.base_url,
         **extra,
     }
-    return Settings(_env_file=None, **values)  # type: ignore[arg-type]
+    return Settings(_env_file=None, **values)  # type: ignore[arg-type,call-arg]
 
 
 async def chat_turns(settings: Settings, user: str, *lines: str) -> None:
@@ -135,7 +136,7 @@ def write_dataset(path: Path) -> Path:
                     "sensitive": False,
                 }
             ],
-        }  # fmt: skip
+        }
         for i, route in enumerate(["billing", "billing", "booking", "tech_support"])
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
