@@ -159,10 +159,12 @@ class LocalModelServer:
         self.spec = spec
         self.command = command
         self.stderr = stderr if stderr is not None else sys.stderr
-        self.log_path = self.settings.dir / "local_model_server.log"
+        # One log per bot process: several bots (a chat and an eval, say) may share the dir.
+        self.log_path = self.settings.dir / f"local_model_server.{os.getpid()}.log"
         self.endpoint: LocalEndpoint | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._log: IO[bytes] | None = None
+        self._failed = False
 
     async def start(self) -> LocalEndpoint:
         """Start the server and return its endpoint once the model is loaded."""
@@ -184,6 +186,7 @@ class LocalModelServer:
         try:
             address = await self._wait_ready(started)
         except BaseException:
+            self._failed = True
             await self.stop()
             raise
         self._say(f"local model ready in {time.monotonic() - started:.1f}s at {address}")
@@ -213,6 +216,9 @@ class LocalModelServer:
         if self._log is not None:
             self._log.close()
             self._log = None
+            # Kept only when start-up failed, for the error message that points at it.
+            if not self._failed:
+                self.log_path.unlink(missing_ok=True)
 
     async def _default_command(self) -> list[str]:
         bar = ProgressBar(f"assembling {self.spec.filename}", stream=self.stderr)

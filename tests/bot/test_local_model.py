@@ -230,11 +230,12 @@ async def test_server_starts_serves_on_loopback_and_stops(tmp_path: Path) -> Non
         lambda: urllib.request.urlopen(endpoint.api_base + "/models", timeout=5).read()
     )
     assert json.loads(body) == {"data": [{"id": "fake"}]}
+    assert "loading weights" in server.log_path.read_text()  # the server's stderr
     await server.stop()
     assert process is not None and process.returncode == 0
     assert "loading the local model Fake 1B" in stderr.getvalue()
     assert "local model ready in" in stderr.getvalue()
-    assert "loading weights" in server.log_path.read_text()
+    assert not server.log_path.exists()  # a clean stop leaves no log behind
 
 
 async def test_server_that_dies_on_start_fails_with_its_last_words(tmp_path: Path) -> None:
@@ -249,6 +250,7 @@ async def test_server_that_dies_on_start_fails_with_its_last_words(tmp_path: Pat
     with pytest.raises(Exception, match="unknown model architecture"):
         await server.start()
     assert server._process is None
+    assert "unknown model architecture" in server.log_path.read_text()
 
 
 async def test_server_that_never_loads_times_out(tmp_path: Path) -> None:
@@ -314,3 +316,36 @@ async def test_real_model_answers_text_and_schema_valid_json() -> None:
             )
         )
         jsonschema.validate(json.loads(record.text), response_schema())
+
+
+@real_model
+async def test_real_model_calls_transfer_to_agent_as_a_prompted_tool() -> None:
+    from agents.events import Part
+    from agents.models.base import Content, GenerateConfig, LlmRequest, ToolDeclaration
+
+    transfer = ToolDeclaration(
+        name="transfer_to_agent",
+        description="Hand the conversation to another agent, which then answers the user.",
+        parameters={
+            "type": "object",
+            "properties": {"agent_name": {"type": "string", "enum": ["billing_agent"]}},
+            "required": ["agent_name"],
+        },
+    )
+    async with local_model_server() as endpoint:
+        model = endpoint.litellm_model()
+        response = await model.generate(
+            LlmRequest(
+                model=model.name,
+                system_instruction="You route requests. Transfer every billing question "
+                "(charges, refunds, invoices) to billing_agent; never answer them yourself.",
+                contents=[
+                    Content(role="user", parts=(Part(text="I was charged twice this month."),))
+                ],
+                tools=[transfer],
+                config=GenerateConfig(temperature=0),
+            )
+        )
+    assert [(c.name, c.args) for c in response.function_calls] == [
+        ("transfer_to_agent", {"agent_name": "billing_agent"})
+    ]
