@@ -29,9 +29,12 @@ $(LOCAL_STAMP): pyproject.toml | $(STAMP)
 run: $(STAMP) $(if $(HOSTED_MODEL),,$(LOCAL_STAMP))
 	$(BIN)/support-bot
 
-# Opt-in evaluation on the embedded model (tens of minutes on 2 cores); see bench/eval_local.py.
+# Opt-in evaluation on the embedded model (tens of minutes on 2 cores each). For both in one
+# server, stopping each routing case at its transfer, see bench/eval_local.py.
+EVAL_DATA ?= ../shared/data/transcripts.jsonl
 eval-local: $(LOCAL_STAMP)
-	$(BIN)/python bench/eval_local.py $(EVAL_ARGS)
+	MODEL=local $(BIN)/support-bot eval summaries --data $(EVAL_DATA) --limit 20
+	MODEL=local $(BIN)/support-bot eval routing --data $(EVAL_DATA) --limit 50
 
 test: $(STAMP)
 	$(BIN)/pytest -q

@@ -37,7 +37,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agents import InMemorySessionService, Runner
 from agents.models.base import Model
-from agents.summary import RenderOptions, SummaryService
+from agents.summary import SummaryService
 from agents.summary.dataset import load_conversations
 from agents.summary.eval import evaluate, select_every_nth
 from agents.tree import build_support_tree
@@ -45,9 +45,6 @@ from bot.local_model import local_model_server
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts.jsonl"
 DEFAULT_ROUTES = "billing=billing_agent,tech_support=tech_support"
-# The transcript budget leaves room in the 8192-token context for the instruction and a
-# full record (approx_tokens counts 4 characters a token; Qwen's tokenizer is close).
-LOCAL_RENDER = RenderOptions(token_budget=4500)
 
 
 def parse_route_map(text: str) -> dict[str, str]:
@@ -143,7 +140,7 @@ def print_confusion(confusion: collections.Counter[tuple[str, str]]) -> None:
 
 async def eval_summaries(model: Model, args: argparse.Namespace) -> None:
     conversations = select_every_nth(list(load_conversations(args.data)), args.summaries)
-    service = SummaryService(model, render_options=LOCAL_RENDER)
+    service = SummaryService(model)
     started = time.monotonic()
     report = await evaluate(
         conversations,

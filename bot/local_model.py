@@ -64,8 +64,9 @@ class LocalModelSettings(BaseSettings):
     """Knobs for the embedded model, from `LOCAL_MODEL_*` environment variables.
 
     `dir` (LOCAL_MODEL_DIR) holds the assembled GGUF and the server log; `threads` and
-    `ctx` size the server (2 threads, 8192 tokens: a summary's transcript budget plus its
-    output); `load_timeout_seconds` bounds start-up; `timeout_seconds` is the per-call
+    `ctx` size the server (2 threads; 12288 tokens holds the summary agent's default
+    6000-token transcript budget, its instruction and a 2048-token record, for ~350 MB of
+    KV cache); `load_timeout_seconds` bounds start-up; `timeout_seconds` is the per-call
     timeout given to litellm (a CPU model needs minutes for a long summary).
     """
 
@@ -75,7 +76,7 @@ class LocalModelSettings(BaseSettings):
 
     dir: Path = default_cache_dir()
     threads: int = 2
-    ctx: int = 8192
+    ctx: int = 12288
     load_timeout_seconds: float = 300.0
     timeout_seconds: float = 600.0
 

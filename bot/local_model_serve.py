@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="a loopback address")
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--ctx", type=int, default=8192, help="context size in tokens")
+    parser.add_argument("--ctx", type=int, default=12288, help="context size in tokens")
     parser.add_argument("--parallel", type=int, default=1, help="concurrent request slots")
     return parser
 
