@@ -7,11 +7,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
 
 from agents.metrics import REGISTRY
-from bot import listeners
+from bot import listeners, payloads
 from bot.config import Settings, secret
 from bot.recovery import recover
 from bot.services import BotServices
@@ -91,8 +93,24 @@ def build_web_app(
     app[SERVICES_KEY] = services
     app[BOLT_KEY] = bolt
 
+    signing_secret = secret(services.settings.slack_signing_secret)
+    verifier = SignatureVerifier(signing_secret) if signing_secret else None
+
     async def events(request: web.Request) -> web.Response:
-        bolt_request = await to_bolt_request(request)
+        raw, headers = await request.read(), dict(request.headers)
+        # Verify before parsing anything: unsigned input is never even decoded.
+        if verifier is not None and not _signed(verifier, raw, headers):
+            return web.json_response({"error": "invalid signature"}, status=401)
+        try:
+            body = raw.decode("utf-8")
+            ok = payloads.well_formed(payloads.parse(body, request.content_type))
+        except ValueError:  # not UTF-8, not JSON
+            ok = False
+        if not ok:
+            # Signed but malformed: the sender's error, refused before Bolt trips on it.
+            log.info("malformed Slack payload refused")
+            return web.json_response({"error": "malformed payload"}, status=400)
+        bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers={**headers})
         return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 
     async def healthz(request: web.Request) -> web.Response:
@@ -132,6 +150,13 @@ async def drain(services: BotServices) -> None:
     if drain_runner is not None:
         await drain_runner()
     log.info("drained", extra={"clean": finished})
+
+
+def _signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
+    try:
+        return verifier.is_valid_request(body, headers)
+    except ValueError:  # a timestamp header that is not a number
+        return False
 
 
 async def _healthy(check: HealthCheck) -> bool:

@@ -69,7 +69,9 @@ def register(app: AsyncApp, services: BotServices) -> None:
     app.event("message")(on_message)
 
     async def on_home(event: dict[str, Any]) -> None:
-        worker.spawn(services.client.views_publish(user_id=event["user"], view=home_view()))
+        user = event.get("user")
+        if isinstance(user, str) and user:
+            worker.spawn(services.client.views_publish(user_id=user, view=home_view()))
 
     app.event("app_home_opened")(on_home)
 
@@ -82,6 +84,10 @@ def register(app: AsyncApp, services: BotServices) -> None:
         return reply
 
     async def on_summary(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        team, user = _who(command)
+        if team is None or user is None:
+            await ack(text=INCOMPLETE_COMMAND)
+            return
         try:
             args = parse_summary_args(command.get("text", ""))
         except CommandSyntaxError as exc:
@@ -90,8 +96,8 @@ def register(app: AsyncApp, services: BotServices) -> None:
         await ack(text="Summarising…")
         worker.spawn(
             actions.summarize(
-                team_id=command["team_id"],
-                user=command["user_id"],
+                team_id=team,
+                user=user,
                 ref=args.thread,
                 public=args.public,
                 reply=replier(respond),
@@ -99,6 +105,10 @@ def register(app: AsyncApp, services: BotServices) -> None:
         )
 
     async def on_handoff(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        team, user = _who(command)
+        if team is None or user is None:
+            await ack(text=INCOMPLETE_COMMAND)
+            return
         try:
             args = parse_handoff_args(command.get("text", ""))
         except CommandSyntaxError as exc:
@@ -107,8 +117,8 @@ def register(app: AsyncApp, services: BotServices) -> None:
         await ack(text="Handing off…")
         worker.spawn(
             actions.handoff(
-                team_id=command["team_id"],
-                user=command["user_id"],
+                team_id=team,
+                user=user,
                 ref=args.thread,
                 person=args.person,
                 agent=args.agent,
@@ -124,32 +134,40 @@ def register(app: AsyncApp, services: BotServices) -> None:
         ack: AsyncAck, shortcut: dict[str, Any], respond: AsyncRespond
     ) -> None:
         await ack()
+        where = _shortcut_thread(shortcut)
+        if where is None:
+            return
+        team, user, ref = where
         worker.spawn(
             actions.summarize(
-                team_id=shortcut["team"]["id"],
-                user=shortcut["user"]["id"],
-                ref=_shortcut_thread(shortcut),
-                public=False,
-                reply=replier(respond),
+                team_id=team, user=user, ref=ref, public=False, reply=replier(respond)
             )
         )
 
     async def on_handoff_shortcut(ack: AsyncAck, shortcut: dict[str, Any]) -> None:
         await ack()
-        ref = _shortcut_thread(shortcut)
-        meta = {"team": shortcut["team"]["id"], "channel": ref.channel, "thread_ts": ref.thread_ts}
+        where = _shortcut_thread(shortcut)
+        trigger = shortcut.get("trigger_id")
+        if where is None or not isinstance(trigger, str):
+            return
+        team, _, ref = where
+        meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
         view = handoff_modal(private_metadata=json.dumps(meta), agents=actions.handoff_agents())
-        worker.spawn(services.client.views_open(trigger_id=shortcut["trigger_id"], view=view))
+        worker.spawn(services.client.views_open(trigger_id=trigger, view=view))
 
     app.shortcut(SUMMARY_SHORTCUT)(on_summary_shortcut)
     app.shortcut(HANDOFF_SHORTCUT)(on_handoff_shortcut)
 
     async def on_handoff_submit(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
-        values = view["state"]["values"]
-        person = values.get("person", {}).get("value", {}).get("selected_user")
-        agent_opt = values.get("agent", {}).get("value", {}).get("selected_option")
-        agent = agent_opt["value"] if agent_opt else None
-        note = values.get("note", {}).get("value", {}).get("value") or ""
+        values = _path(view, "state", "values")
+        person = _text(_path(values, "person", "value", "selected_user"))
+        agent = _text(_path(values, "agent", "value", "selected_option", "value"))
+        note = _text(_path(values, "note", "value", "value")) or ""
+        meta = _metadata(view.get("private_metadata"))
+        user = _text(_path(body, "user", "id"))
+        if meta is None or user is None:
+            await ack()
+            return
         if bool(person) == bool(agent):
             await ack(
                 response_action="errors",
@@ -157,9 +175,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
             )
             return
         await ack()
-        meta = json.loads(view["private_metadata"])
         ref = ThreadRef(channel=meta["channel"], thread_ts=meta["thread_ts"])
-        user = body["user"]["id"]
 
         async def reply(text: str, blocks: list[dict[str, Any]] | None) -> None:
             await services.client.chat_postEphemeral(
@@ -181,11 +197,46 @@ def register(app: AsyncApp, services: BotServices) -> None:
     app.view(HANDOFF_MODAL)(on_handoff_submit)
 
 
-def _shortcut_thread(shortcut: dict[str, Any]) -> ThreadRef:
-    message = shortcut["message"]
-    return ThreadRef(
-        channel=shortcut["channel"]["id"], thread_ts=message.get("thread_ts") or message["ts"]
-    )
+INCOMPLETE_COMMAND = "That command arrived without its team or user, so I can't act on it."
+
+
+def _path(data: Any, *keys: str) -> Any:
+    """`data[k1][k2]...`, or None where any step is missing or not an object."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _who(command: dict[str, Any]) -> tuple[str | None, str | None]:
+    return _text(command.get("team_id")), _text(command.get("user_id"))
+
+
+def _metadata(raw: Any) -> dict[str, str] | None:
+    """The modal's private metadata, if it is the object `on_handoff_shortcut` wrote."""
+    try:
+        meta = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    keys = ("team", "channel", "thread_ts")
+    if not isinstance(meta, dict) or not all(_text(meta.get(k)) for k in keys):
+        return None
+    return {k: meta[k] for k in keys}
+
+
+def _shortcut_thread(shortcut: dict[str, Any]) -> tuple[str, str, ThreadRef] | None:
+    """(team, user, thread) of a message shortcut, or None when the payload lacks them."""
+    team, user = _text(_path(shortcut, "team", "id")), _text(_path(shortcut, "user", "id"))
+    channel = _text(_path(shortcut, "channel", "id"))
+    ts = _text(_path(shortcut, "message", "thread_ts")) or _text(_path(shortcut, "message", "ts"))
+    if team is None or user is None or channel is None or ts is None:
+        return None
+    return team, user, ThreadRef(channel=channel, thread_ts=ts)
 
 
 __all__ = ["HANDOFF_MODAL", "HANDOFF_SHORTCUT", "SUMMARY_SHORTCUT", "register"]

@@ -18,6 +18,9 @@ from typing import Any
 
 import aiohttp
 
+from agents.events import Usage
+from agents.llm_agent import LlmAgent
+from agents.models.base import LlmRequest, LlmResponse
 from bot.slack_ui import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
 from tests.e2e.harness import SIGNING_SECRET, TEAM, sign
 from tests.fakes.slack_api import FakeSlackApi
@@ -109,7 +112,7 @@ class BotProcess:
 
     async def start(self, within: float = 30.0) -> None:
         log = self.log_file.open("ab")
-        self.proc = subprocess.Popen(
+        self.proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once; we poll health below
             [sys.executable, "-m", "tests.reliability.bot_process"],
             cwd=REPO,
             env=self.env,
@@ -150,6 +153,25 @@ async def wait_until(check: Callable[[], bool], *, within: float, what: str) -> 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+class EchoModel:
+    """An instant model that answers with the user's latest words, recording how many
+    requests it saw."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        self.calls += 1
+        said = next((c.text for c in reversed(request.contents) if c.role == "user"), "?")
+        return LlmResponse.from_text(f"Answer to: {said}", usage=Usage(prompt_tokens=10))
+
+
+def echo_tree(model: EchoModel) -> LlmAgent:
+    return LlmAgent(name="support_supervisor", instruction="Answer briefly.", model=model)
 
 
 __all__ = ["NOTICES", "SIGNING_SECRET", "TEAM"]
