@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
-from agents.models.base import Model
+from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.runner import Runner
 from agents.tree import build_support_tree
 from bot.config import Settings, secret
@@ -41,8 +41,19 @@ LOCAL_MODEL_NAMES = ("", "local")
 ModelRef = Model | str
 
 
-class LocalModelRequiredError(RuntimeError):
-    """`MODEL` is unset, so the embedded model is needed, but it was not started."""
+class LocalModelNotStarted:
+    """Stands in for the embedded model when something builds the engine without
+    starting it (`open_models` does): building works, and any call fails as a typed
+    model error, which the runner turns into an error event."""
+
+    name = "local"
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        raise ModelError(
+            "MODEL is not set, so the embedded local model is used, but it was not started "
+            "(start it with bot.engine.open_models)",
+            code="model_unavailable",
+        )
 
 
 def uses_local_model(settings: Settings) -> bool:
@@ -88,18 +99,16 @@ class Models:
 
 
 def configured_models(settings: Settings, local: LocalEndpoint | None = None) -> Models:
-    """The models `settings` name; `local` is the running embedded model, needed (and
-    used) only when `MODEL` is unset."""
+    """The models `settings` name; `local` is the running embedded model, used only when
+    `MODEL` is unset (without it, calls fail with `LocalModelNotStarted`'s error)."""
     factory = model_factory(settings)
     main: ModelRef
     if uses_local_model(settings):
         if local is None:
-            raise LocalModelRequiredError(
-                "MODEL is not set, so the embedded local model is used; start it with "
-                "bot.engine.open_models(settings)"
-            )
-        main = local.litellm_model()
-        label = f"{local.model} (embedded, {local.api_base})"
+            main, label = LocalModelNotStarted(), "local (not started)"
+        else:
+            main = local.litellm_model()
+            label = f"{local.model} (embedded, {local.api_base})"
     else:
         assert settings.model is not None
         main = settings.model
