@@ -50,6 +50,9 @@ _STRINGS = {
     "thread_ts",
     "ts",
 }
+# Objects Bolt dispatches on by their own `type` (it indexes body["event"]["type"] and
+# body["view"]["type"] directly).
+_TYPED = {"event", "view"}
 _MAX_DEPTH = 4
 
 
@@ -76,6 +79,8 @@ def well_formed(payload: Any, depth: int = 0) -> bool:
             return False
         if key in _OBJECTS:
             if not isinstance(value, dict):
+                return False
+            if depth == 0 and key in _TYPED and not isinstance(value.get("type"), str):
                 return False
             if depth < _MAX_DEPTH and not well_formed(value, depth + 1):
                 return False

@@ -88,6 +88,16 @@ ENVELOPE = st.fixed_dictionaries(
     },
 )
 
+VIEW = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": field(st.sampled_from(["modal", "home", "workflow_step"])),
+        "callback_id": field(st.sampled_from(["handoff_modal", "other"])),
+        "private_metadata": field(st.just('{"team": "T1", "channel": "C1", "thread_ts": "1.2"}')),
+        "state": st.one_of(JSON, st.just({"values": {"agent": {"value": {}}}})),
+    },
+)
+
 COMMAND = st.fixed_dictionaries(
     {},
     optional={
@@ -112,7 +122,7 @@ INTERACTIVE = st.fixed_dictionaries(
         "user": st.one_of(st.just({"id": "U1"}), JSON),
         "channel": st.one_of(st.just({"id": "C1"}), JSON),
         "message": st.one_of(EVENT, JSON),
-        "view": JSON,
+        "view": st.one_of(VIEW, JSON),
         "trigger_id": JSON,
         "response_url": JSON,
     },
