@@ -81,7 +81,9 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 def _indent(text: str) -> str:
-    # Continuation lines are indented so a message cannot forge a "[e9] agent:" line.
+    # Continuation lines are indented so a message cannot forge a "[e9] agent:" line, and
+    # fence markers are broken up so a message cannot close the fence and speak outside it.
+    text = text.replace(FENCE_OPEN, "<< <TRANSCRIPT").replace(FENCE_CLOSE, "TRANSCRIPT> >>")
     return text.replace("\r", "").replace("\n", "\n    ")
 
 
