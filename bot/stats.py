@@ -188,4 +188,3 @@ def render_table(sections: Mapping[str, list[Row]]) -> str:
         out.extend(f"{name:<{width}}  {value}" for name, value in section)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
-
