@@ -257,9 +257,7 @@ class TerminalChat:
         return session
 
     async def _summarize(self, session: Any) -> SummaryView:
-        return await summarize_session(
-            self.ctx.summarizer, session, link_for=lambda ts: None, thread_link=""
-        )
+        return await summarize_session(self.ctx.summarizer, session, links=None)
 
 
 def _summary_text(view: SummaryView) -> str:

@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from agents.events import Event, Part
 from agents.llm_agent import LlmAgent
 from bot.formatting import escape
+from bot.permalinks import thread_links
 from bot.services import BotServices
 from bot.summaries import SummaryView, summarize_session
 from bot.thread_links import ThreadRef
@@ -75,17 +76,9 @@ class ThreadActions:
         return key, record, session
 
     async def _summary(self, ref: ThreadRef, session: Any) -> tuple[SummaryView, str]:
-        root = await self.s.client.chat_getPermalink(channel=ref.channel, message_ts=ref.thread_ts)
-        thread_link = str(root["permalink"])
-        base = thread_link.split("?", 1)[0].rsplit("/p", 1)[0]
-
-        def link_for(ts: str) -> str:
-            return f"{base}/p{ts.replace('.', '')}?thread_ts={ref.thread_ts}&cid={ref.channel}"
-
-        view = await summarize_session(
-            self.s.summarizer, session, link_for=link_for, thread_link=thread_link
-        )
-        return view, thread_link
+        links = await thread_links(self.s.client, ref.channel, ref.thread_ts)
+        view = await summarize_session(self.s.summarizer, session, links=links)
+        return view, links.thread_link
 
     async def summarize(
         self, *, team_id: str, user: str, ref: ThreadRef, public: bool, reply: Reply
@@ -116,12 +109,13 @@ class ThreadActions:
         reply: Reply,
     ) -> None:
         """Hand the thread to a person (lead channel + thread) or to an agent (new session)."""
+        # Authorise first: a refused user learns nothing, not even the agents' names.
+        loaded = await self._load(team_id, ref, user, reply)
+        if loaded is None:
+            return
         if agent is not None and agent not in self.handoff_agents():
             known = ", ".join(f"`{a}`" for a in self.handoff_agents())
             await reply(f"There is no agent called `{escape(agent)}`. Known agents: {known}.", None)
-            return
-        loaded = await self._load(team_id, ref, user, reply)
-        if loaded is None:
             return
         key, record, session = loaded
         view, thread_link = await self._summary(ref, session)

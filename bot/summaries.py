@@ -1,4 +1,5 @@
-"""Thread summaries for Slack: run the summary agent, render what it validated.
+"""Thread summaries for Slack and the terminal: run the summary agent, render what it
+validated.
 
 The summariser is anything with `async summarize(session)` returning either an object
 with a validated `record` (`agents.summary.record.HandoffRecord`) or one with
@@ -8,24 +9,15 @@ rendering says so, lists the problems and links the thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agents.session import Session
-from agents.summary.record import SECTIONS, HandoffRecord
-from agents.summary.render import to_text
+from agents.summary.record import HandoffRecord
+from agents.summary.render import to_blocks, to_text
 from bot.formatting import escape
+from bot.permalinks import ThreadLinks
 from bot.slack_ui import Block
-
-_TITLES = {
-    "facts": "Facts",
-    "decisions": "Decisions",
-    "commitments": "Commitments",
-    "open_questions": "Open questions",
-}
-
-LinkFor = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -40,59 +32,50 @@ class SummaryView:
 
 
 async def summarize_session(
-    summarizer: Any, session: Session, *, link_for: LinkFor, thread_link: str
+    summarizer: Any, session: Session, *, links: ThreadLinks | None
 ) -> SummaryView:
-    """Run `summarizer` on `session` and render the outcome for Slack."""
+    """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
+    turns each citation into a link to its Slack message."""
     result = await summarizer.summarize(session)
     record = getattr(result, "record", None)
     if isinstance(record, HandoffRecord):
-        return render_record(record, session=session, link_for=link_for, thread_link=thread_link)
+        return render_record(record, session=session, links=links)
     problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
-    return render_no_summary(problems, thread_link=thread_link)
+    return render_no_summary(problems, links=links)
 
 
 def render_record(
-    record: HandoffRecord, *, session: Session, link_for: LinkFor, thread_link: str
+    record: HandoffRecord, *, session: Session, links: ThreadLinks | None
 ) -> SummaryView:
     """Block Kit for a validated record; each citation links to the Slack message it cites."""
-    ts_by_id = {e.id: e.slack_ts for e in session.events if e.slack_ts}
-
-    def cite(source: str) -> str:
-        ts = ts_by_id.get(source)
-        url = link_for(ts) if ts else None
-        return f"<{url}|{source}>" if url else source
-
-    lines = [f"*Goal:* {escape(record.goal)}"]
-    for section in SECTIONS:
-        items = getattr(record, section)
-        if not items:
-            continue
-        lines.append(f"*{_TITLES[section]}*")
-        for item in items:
-            claim = " _(user's claim)_" if item.user_claim else ""
-            refs = ", ".join(cite(s) for s in item.sources)
-            lines.append(f"• {escape(item.text)}{claim} ({refs})")
-    body = "\n".join(lines)
-    blocks: list[Block] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": body[:2900]}},
-        {
-            "type": "context",
-            "elements": [
-                {"type": "mrkdwn", "text": f"Validated summary of <{thread_link}|this thread>"}
-            ],
-        },
-    ]
-    return SummaryView(
-        ok=True, text=body, blocks=blocks, plain=to_text(record, source_session_id=session.id)
+    plain = to_text(record, source_session_id=session.id)
+    blocks = to_blocks(
+        record,
+        events=session.events,
+        link_for=links.link_for if links is not None else None,
+        title="Thread summary",
     )
+    if links is not None:
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": f"Validated summary of <{links.thread_link}|this thread>",
+                    }
+                ],
+            }
+        )
+    return SummaryView(ok=True, text=escape(plain)[:3000], blocks=blocks, plain=plain)
 
 
-def render_no_summary(problems: tuple[str, ...], *, thread_link: str) -> SummaryView:
+def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -> SummaryView:
     """The honest failure: no summary passed validation; here is why, and the thread."""
     listed = "\n".join(f"• {escape(p)}" for p in problems[:10])
+    where = f"<{links.thread_link}|this thread>" if links is not None else "this thread"
     text = (
-        f"No validated summary is available for <{thread_link}|this thread>. "
-        f"The summary failed validation:\n{listed}"
+        f"No validated summary is available for {where}. The summary failed validation:\n{listed}"
     )
     return SummaryView(
         ok=False,

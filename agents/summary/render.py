@@ -1,8 +1,8 @@
 """Renderings of a validated record: plain text, Slack Block Kit, JSON.
 
 Prose is always generated from the record, never the reverse. User claims are marked
-in every rendering; commitments come first after the goal, because they are the most
-expensive thing for the next reader to miss.
+in every rendering; commitments stand out, because they are the most expensive thing
+for the next reader to miss.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from typing import Any
 from agents.events import Event
 from agents.summary.record import HandoffRecord, Item
 
-# Commitments lead: a broken promise costs more than a missed fact.
+# The reading order of a handoff; commitments stand out in Block Kit instead, because a
+# broken promise costs more than a missed fact.
 ORDER = (
-    ("commitments", "Commitments"),
     ("facts", "Facts"),
     ("decisions", "Decisions"),
+    ("commitments", "Commitments"),
     ("open_questions", "Open questions"),
 )
 CLAIM_LABEL = "user claim, unverified"

@@ -90,10 +90,11 @@ async def test_commands_non_member_is_refused_and_learns_nothing(
     await bot.send_command("/handoff", f"{LINK} billing_agent", user="UOUTSIDER")
     unseen = "https://fake.slack.com/archives/C1/p1700009999000100"
     await bot.send_command("/summary", unseen, user="UOUTSIDER")
+    await bot.send_command("/handoff", f"{LINK} no_such_agent", user="UOUTSIDER")
     await bot.idle()
     texts = ephemeral(slack)
-    assert len(texts) == 3 and len(set(texts)) == 1
-    assert "4411" not in texts[0]
+    assert len(texts) == 4 and len(set(texts)) == 1
+    assert "4411" not in texts[0] and "billing_agent" not in texts[0]
 
 
 async def test_commands_bad_link_unknown_thread_and_agent_get_clear_errors(

@@ -20,11 +20,12 @@ RECORD = label_user_claims(
 )
 
 
-def test_render_text_marks_claims_and_lists_commitments_first() -> None:
+def test_render_text_marks_claims_in_handoff_order() -> None:
     text = to_text(RECORD, source_session_id="s1")
     lines = text.splitlines()
     assert lines[0] == "Handoff summary of session s1"
-    assert lines[2] == "Commitments:"
+    headings = [line for line in lines if line.endswith(":")]
+    assert headings == ["Facts:", "Decisions:", "Commitments:", "Open questions:"]
     assert f"- [{CLAIM_LABEL}] Is order B-2040 affected too? (e8)" in lines
 
 
