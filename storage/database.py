@@ -24,6 +24,7 @@ from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_
 from storage.schema import (
     digests,
     events,
+    inflight,
     memory,
     sessions,
     summary_runs,
@@ -84,7 +85,8 @@ class Database:
 
     async def forget_user(self, user_id: str) -> dict[str, int]:
         """Delete everything that names `user_id` in one transaction: sessions, their
-        events, user state, threads, digests, memory and summary runs. Returns the number
+        events, user state, threads, digests, memory, summary runs and unanswered
+        messages. Returns the number
         of rows deleted per kind."""
         session_ids = sa.select(sessions.c.session_id).where(sessions.c.user_id == user_id)
         session_pks = sa.select(sessions.c.pk).where(sessions.c.user_id == user_id)
@@ -103,6 +105,10 @@ class Database:
                 sa.or_(threads.c.user_id == user_id, threads.c.session_id.in_(session_ids))
             ),
             "user_state": sa.delete(user_state).where(user_state.c.user_id == user_id),
+            # Messages accepted but not yet answered carry the user in their payload.
+            "inflight": sa.delete(inflight).where(
+                inflight.c.message["user"].as_string() == user_id
+            ),
             # Last: the statements above find the user's rows through it.
             "sessions": sa.delete(sessions).where(sessions.c.user_id == user_id),
         }

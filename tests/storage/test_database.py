@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from agents.events import Event, EventActions, Part
 from storage import Database, DatabaseUnavailableError
+from storage.inflight import InflightKey
 from storage.schema import metadata
 from storage.threads import ThreadKey
 from tests.storage.test_records import Run
@@ -56,6 +57,14 @@ async def _populate(db: Database, user: str, tag: str) -> None:
     await db.threads.create(key, session_id=session.id, app_name="app", user_id=user, now=1.0)
     await db.digests.add(record={"goal": f"help {user}"}, source_session_id=session.id, thread=key)
     await db.digests.add(record={"goal": "x"}, source_session_id="elsewhere", user_id=user)
+    await db.inflight.accept(
+        InflightKey(team_id="T1", channel_id="C1", message_ts=f"{tag}.2"),
+        thread_ts=f"{tag}.1",
+        message={"user": user, "text": f"pending from {user}"},
+        delivery_key=f"message:T1:C1:{tag}.2",
+        owner="proc",
+        now=1.0,
+    )
     await db.memory.add(
         user_id=user, session_id=session.id, kind="fact", text="uses SSO", event_ids=["e1"]
     )
@@ -89,6 +98,7 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
         "memory": 1,
         "threads": 1,
         "user_state": 2,
+        "inflight": 1,
         "sessions": 1,
     }
     assert await _rows_naming(db, USER) == []
