@@ -223,12 +223,19 @@ class ThreadStore:
         return await self._gate.read(tx)
 
     async def claim(self, key: ThreadKey, *, owner: str, now: float, lease_seconds: float) -> bool:
-        """Take the thread's lease if it is free or expired. One guarded UPDATE, so of
-        several concurrent claimers exactly one gets True."""
+        """Take the thread's lease if it is free or expired and the thread still has
+        undigested events. One guarded UPDATE, so of several concurrent claimers exactly
+        one gets True, and a claimer that found the thread before another process
+        digested it gets False."""
+        session_last_seq = (
+            sa.select(sessions.c.last_seq).where(_SESSION_OF_THREAD).scalar_subquery()
+        )
         return await self._update(
             key,
             {"lease_owner": owner, "lease_expires_at": now + lease_seconds},
             sa.or_(threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now),
+            threads.c.digest_state == "pending",
+            sa.func.coalesce(session_last_seq, 0) > threads.c.last_digested_seq,
         )
 
     async def release(

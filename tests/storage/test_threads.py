@@ -158,3 +158,14 @@ async def test_thread_expired_lease_can_be_reclaimed(db: Database) -> None:
     assert not await db.threads.release(key, owner="a")
     assert await db.threads.release(key, owner="b")
     assert await db.threads.claim(key, owner="c", now=NOW + 61, lease_seconds=60)
+
+
+async def test_thread_claim_refuses_a_thread_digested_meanwhile(db: Database) -> None:
+    key = await _thread(db, "1.0", events=2, last_activity_at=NOW - 5000)
+    # Two processes found the thread idle; the first digests it and releases it.
+    assert await db.threads.claim(key, owner="a", now=NOW, lease_seconds=60)
+    assert await db.threads.release(key, owner="a", digested_seq=2, digest_id=None)
+    # The second's claim comes too late: there is nothing left to digest.
+    assert not await db.threads.claim(key, owner="b", now=NOW + 1, lease_seconds=60)
+    await db.threads.touch(key, now=NOW + 2)
+    assert not await db.threads.claim(key, owner="b", now=NOW + 3, lease_seconds=60)
