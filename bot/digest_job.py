@@ -112,10 +112,8 @@ class DigestJob:
             # A process died after storing this digest: finish its job, don't redo it.
             return await self._finish_stored(thread, previous, last_seq)
         result = await self.summarizer.summarize(session)
-        links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
         if isinstance(result, NoSummary) or not isinstance(result, Summary):
-            return await self._unavailable(thread, links, list(result.problems), last_seq)
-        previous_link = self._lead_link(links, previous.slack_ts if previous else None)
+            return await self._unavailable(thread, list(result.problems), last_seq)
         record = result.record
         digest_id = await self.db.digests.add(
             record=record,
@@ -144,13 +142,14 @@ class DigestJob:
             thread.channel_id, thread.thread_ts, "stored", digest_id, goal=record.goal
         )
         if self.lead_channel:
+            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
             text, blocks = digest_message(
                 record,
                 events=session.events,
                 links=links,
                 cost=result.usage.cost,
                 attempts=result.attempts,
-                previous_link=previous_link,
+                previous_link=self._lead_link(links, previous.slack_ts if previous else None),
             )
             posted = await self.client.chat_postMessage(
                 channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
@@ -200,7 +199,7 @@ class DigestJob:
         return outcome
 
     async def _unavailable(
-        self, thread: ThreadRecord, links: ThreadLinks, problems: list[str], last_seq: int
+        self, thread: ThreadRecord, problems: list[str], last_seq: int
     ) -> DigestOutcome:
         REGISTRY.inc("support_bot_digests_unavailable_total")
         await self.db.threads.flag(thread.key, "summary unavailable: " + "; ".join(problems)[:500])
@@ -208,6 +207,7 @@ class DigestJob:
             thread.channel_id, thread.thread_ts, "unavailable", problems=problems
         )
         if self.lead_channel:
+            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
             text, blocks = unavailable_message(links, problems)
             posted = await self.client.chat_postMessage(
                 channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
