@@ -88,7 +88,7 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) > 1 else values[0]
 
 
-async def main(seconds: float, rate: int, threads: int, delay: float) -> None:
+async def main(seconds: float, rate: int, threads: int, delay: float, concurrency: int) -> None:
     tmp = Path(tempfile.mkdtemp())
     async with FakeSlackApi() as slack:
         db = await Database.open(f"sqlite+aiosqlite:///{tmp / 'bench.db'}")
@@ -96,7 +96,7 @@ async def main(seconds: float, rate: int, threads: int, delay: float) -> None:
             slack_bot_token="xoxb-bench",
             slack_signing_secret=SIGNING_SECRET,
             slack_api_url=slack.url,
-            max_concurrent_invocations=2000,
+            max_concurrent_invocations=concurrency,
             _env_file=None,
         )
         agent = LlmAgent(name="support_supervisor", model=SleepyModel(delay))
@@ -194,5 +194,8 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=int, default=200)
     parser.add_argument("--threads", type=int, default=500)
     parser.add_argument("--model-delay", type=float, default=2.0)
+    parser.add_argument(
+        "--concurrency", type=int, default=400, help="MAX_CONCURRENT_INVOCATIONS of the bot"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.seconds, args.rate, args.threads, args.model_delay))
+    asyncio.run(main(args.seconds, args.rate, args.threads, args.model_delay, args.concurrency))

@@ -124,6 +124,7 @@ class Database:
         return counts
 
     async def close(self) -> None:
+        await self.gate.close()
         await self.engine.dispose()
 
     async def __aenter__(self) -> Database:

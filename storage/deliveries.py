@@ -28,7 +28,7 @@ class DeliveryStore:
             )
             return inserted.first() is not None
 
-        return await self._gate.write(tx)
+        return await self._gate.write(tx, urgent=True)
 
     async def purge(self, older_than: float) -> int:
         """Forget deliveries recorded before `older_than` (epoch seconds); returns how many.

@@ -11,9 +11,11 @@ is cheaper than polling the busy handler; other processes are covered by
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -65,10 +67,14 @@ def create_engine(url: str | URL) -> AsyncEngine:
     )
 
 
-def _sqlite_engine(url: URL) -> AsyncEngine:
-    in_memory = url.database in (None, "", ":memory:")
+def _is_memory(url: URL) -> bool:
+    return url.database in (None, "", ":memory:")
+
+
+def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
+    in_memory = _is_memory(url)
     # An in-memory database exists per connection, so every user must share one.
-    kwargs: dict[str, Any] = {"poolclass": StaticPool} if in_memory else {}
+    kwargs: dict[str, Any] = {"poolclass": StaticPool} if in_memory else pool
     engine = create_async_engine(url, **kwargs)
 
     @sa_event.listens_for(engine.sync_engine, "connect")
@@ -102,16 +108,70 @@ def is_retryable(exc: BaseException) -> bool:
     return sqlstate in _PG_RETRYABLE_SQLSTATES
 
 
+class WriterLock:
+    """SQLite's one-writer slot, with two queues: urgent writers go first.
+
+    The write that acknowledges a Slack delivery must not wait behind a burst of
+    invocation writes (Slack wants its ack within 3 s; we aim for milliseconds), so it
+    jumps the queue. Within each queue the order is first come, first served.
+    """
+
+    def __init__(self) -> None:
+        self._held = False
+        self._urgent: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._normal: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, *, urgent: bool = False) -> AsyncIterator[None]:
+        if self._held or self._urgent or self._normal:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            (self._urgent if urgent else self._normal).append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._release()  # handed the slot just as we were cancelled
+                else:
+                    (self._urgent if urgent else self._normal).remove(waiter)
+                raise
+        else:
+            self._held = True
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        for queue in (self._urgent, self._normal):
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)  # the slot passes on; _held stays True
+                    return
+        self._held = False
+
+
 class SqlGate:
     """Runs read and write transactions against one engine, the right way per backend."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.is_sqlite = engine.dialect.name == "sqlite"
-        self._write_engine = (
-            engine.execution_options(sqlite_immediate=True) if self.is_sqlite else engine
-        )
-        self._sqlite_writer = asyncio.Lock()
+        self._own_writer: AsyncEngine | None = None
+        self._write_engine = engine
+        if self.is_sqlite:
+            if not _is_memory(engine.url):
+                # SQLite has one writer anyway; giving it its own connection means a write
+                # (a delivery ack, say) never queues for a pooled connection behind reads.
+                self._own_writer = _sqlite_engine(engine.url, pool_size=1, max_overflow=0)
+            writer = self._own_writer or engine
+            self._write_engine = writer.execution_options(sqlite_immediate=True)  # type: ignore[assignment]
+        self._sqlite_writer = WriterLock()
+
+    async def close(self) -> None:
+        """Release the writer's own connection (the caller disposes `engine`)."""
+        if self._own_writer is not None:
+            await self._own_writer.dispose()
 
     def insert(self, table: sa.Table) -> Any:
         """A dialect `INSERT` with `on_conflict_do_nothing` / `on_conflict_do_update`."""
@@ -125,15 +185,18 @@ class SqlGate:
             async with conn.begin():
                 return await fn(conn)
 
-    async def write(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    async def write(
+        self, fn: Callable[[AsyncConnection], Awaitable[T]], *, urgent: bool = False
+    ) -> T:
         """Run `fn` in one write transaction, retried whole on lock contention.
 
-        `fn` must only touch the database: it may run more than once.
+        `fn` must only touch the database: it may run more than once. `urgent` writes
+        (acknowledging a delivery) go ahead of queued ones on SQLite.
         """
         for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
             try:
                 if self.is_sqlite:
-                    async with self._sqlite_writer:
+                    async with self._sqlite_writer.hold(urgent=urgent):
                         return await self._write_once(fn)
                 return await self._write_once(fn)
             except DBAPIError as exc:

@@ -9,6 +9,8 @@ crash the next process `take_over`s the rows its predecessor left and finishes t
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -61,11 +63,27 @@ def _where(key: InflightKey) -> sa.ColumnElement[bool]:
     )
 
 
+_MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
+
+
+class _Pending:
+    """One `accept` waiting for the next batch."""
+
+    __slots__ = ("delivery", "future", "row")
+
+    def __init__(self, delivery: dict[str, Any], row: dict[str, Any]) -> None:
+        self.delivery = delivery
+        self.row = row
+        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+
 class InflightStore:
     """Durable tracking of accepted messages until their thread has an answer."""
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._queue: list[_Pending] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def accept(
         self,
@@ -78,32 +96,58 @@ class InflightStore:
         now: float,
     ) -> bool:
         """Record the delivery and the message at once; False (nothing written) when the
-        delivery key was seen before, by any process."""
+        delivery key was seen before, by any process.
 
-        async def tx(conn: AsyncConnection) -> bool:
-            inserted = await conn.execute(
-                self._gate.insert(deliveries)
-                .values(key=delivery_key, created_at=now)
-                .on_conflict_do_nothing()
-                .returning(deliveries.c.key)
-            )
-            if inserted.first() is None:
-                return False
+        Accepts sit on the ack path, so concurrent ones are group-committed: every accept
+        that arrives while a batch is being written goes into the next single
+        transaction, instead of each waiting its turn for SQLite's one writer.
+        """
+        pending = _Pending(
+            {"key": delivery_key, "created_at": now},
+            {
+                **key.model_dump(),
+                "thread_ts": thread_ts,
+                "message": message,
+                "stage": "accepted",
+                "owner": owner,
+                "accepted_at": now,
+            },
+        )
+        self._queue.append(pending)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await asyncio.shield(pending.future)
+
+    async def _flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
+            try:
+                accepted = await self._gate.write(partial(self._write_batch, batch), urgent=True)
+            except Exception as exc:
+                for pending in batch:
+                    pending.future.set_exception(exc)
+                continue
+            for pending in batch:
+                pending.future.set_result(pending in accepted)
+
+    async def _write_batch(self, batch: list[_Pending], conn: AsyncConnection) -> set[_Pending]:
+        first: dict[str, _Pending] = {}
+        for pending in batch:
+            first.setdefault(pending.delivery["key"], pending)  # a repeat in one batch loses
+        inserted = await conn.execute(
+            self._gate.insert(deliveries)
+            .values([p.delivery for p in first.values()])
+            .on_conflict_do_nothing()
+            .returning(deliveries.c.key)
+        )
+        winners = {first[key] for (key,) in inserted}
+        if winners:
             await conn.execute(
                 self._gate.insert(inflight)
-                .values(
-                    **key.model_dump(),
-                    thread_ts=thread_ts,
-                    message=message,
-                    stage="accepted",
-                    owner=owner,
-                    accepted_at=now,
-                )
+                .values([p.row for p in winners])
                 .on_conflict_do_nothing()
             )
-            return True
-
-        return await self._gate.write(tx)
+        return winners
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
