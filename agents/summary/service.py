@@ -20,6 +20,7 @@ from agents.runner import Runner
 from agents.session import Session
 from agents.session_service import InMemorySessionService, SessionService
 from agents.summary.agent import SUMMARIZER_NAME, build_summary_agent
+from agents.summary.checklist import checklist
 from agents.summary.entities import EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
@@ -173,7 +174,8 @@ class SummaryService:
         )
         attempts: list[Attempt] = []
         checked: ValidationResult | None = None
-        message = rendered.fenced()
+        hints = checklist(events, entities)
+        message = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
         try:
             for _ in range(MAX_ATTEMPTS):
                 checked, usage = await self._attempt(
@@ -183,7 +185,7 @@ class SummaryService:
                 count_attempt(checked.problems)
                 if checked.passed:
                     break
-                message = _retry_message(rendered, checked.problems)
+                message = _retry_message(rendered, hints, checked.problems)
         finally:
             await self.session_service.delete_session(
                 app_name="summarizer", user_id="summarizer", session_id=temp.id
@@ -308,9 +310,10 @@ class SummaryService:
             logger.warning("summary run sink failed for %s", run.session_id, exc_info=True)
 
 
-def _retry_message(rendered: RenderedTranscript, problems: list[str]) -> str:
+def _retry_message(rendered: RenderedTranscript, hints: str, problems: list[str]) -> str:
     listed = "\n".join(f"- {p}" for p in problems[:30])
-    return f"{rendered.fenced()}\n\n{RETRY_HEADER}\n{listed}"
+    body = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
+    return f"{body}\n\n{RETRY_HEADER}\n{listed}"
 
 
 def _attempt_log(checked: ValidationResult, usage: Usage) -> Attempt:
