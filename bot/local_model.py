@@ -35,10 +35,10 @@ from bot.local_model_weights import (
     QWEN_CODER_1_5B,
     LocalModelError,
     LocalModelSpec,
-    ProgressBar,
     ensure_weights,
     find_parts,
 )
+from bot.progress import ProgressBar, megabytes
 
 if TYPE_CHECKING:
     from agents.models.litellm_model import LiteLlmModel
@@ -222,7 +222,9 @@ class LocalModelServer:
                 self.log_path.unlink(missing_ok=True)
 
     async def _default_command(self) -> list[str]:
-        bar = ProgressBar(f"assembling {self.spec.filename}", stream=self.stderr)
+        bar = ProgressBar(
+            f"assembling {self.spec.filename}", stream=self.stderr, steps=4, detail=megabytes
+        )
         weights = await asyncio.to_thread(
             ensure_weights, self.spec, self.settings.dir, progress=bar
         )

@@ -13,11 +13,9 @@ import hashlib
 import json
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 Progress = Callable[[int, int], None]
 """`progress(done_bytes, total_bytes)`, called as the file is assembled."""
@@ -193,36 +191,3 @@ def _stamp_matches(dest: Path, spec: LocalModelSpec) -> bool:
         return bool(stamp == {"sha256": spec.sha256, **_file_key(dest)})
     except (OSError, ValueError):
         return False
-
-
-class ProgressBar:
-    """A dependency-free progress bar on stderr (redrawn in place on a terminal, else a
-    line every 25%), usable as a `Progress` callback."""
-
-    def __init__(self, label: str, *, stream: TextIO | None = None, width: int = 30) -> None:
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self.width = width
-        self.started = time.monotonic()
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._last_quarter = -1
-        self._finished = False
-
-    def __call__(self, done: int, total: int) -> None:
-        fraction = done / total if total else 1.0
-        if self._tty:
-            filled = int(self.width * fraction)
-            bar = "#" * filled + "-" * (self.width - filled)
-            self.stream.write(
-                f"\r{self.label} [{bar}] {fraction:4.0%} {done / 1e6:,.0f}/{total / 1e6:,.0f} MB"
-            )
-        elif int(fraction * 4) > self._last_quarter:
-            self._last_quarter = int(fraction * 4)
-            self.stream.write(f"{self.label}: {self._last_quarter * 25}%\n")
-        if done >= total and not self._finished:
-            self._finished = True
-            elapsed = time.monotonic() - self.started
-            self.stream.write(
-                ("\n" if self._tty else "") + f"{self.label}: done in {elapsed:.1f}s\n"
-            )
-        self.stream.flush()

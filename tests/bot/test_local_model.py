@@ -31,11 +31,11 @@ from bot.local_model_weights import (
     LocalModelSpec,
     ModelChecksumError,
     ModelPartsMissingError,
-    ProgressBar,
     assemble,
     ensure_weights,
     find_parts,
 )
+from bot.progress import ProgressBar, megabytes
 
 PART_BYTES = [b"first-part|", b"second|", b"third-and-last"]
 
@@ -149,7 +149,7 @@ def test_assembly_is_reused_once_verified_and_redone_if_the_file_changes(
 
 def test_progress_bar_prints_quarters_and_a_final_line_when_piped() -> None:
     stream = io.StringIO()
-    bar = ProgressBar("assembling m.gguf", stream=stream)
+    bar = ProgressBar("assembling m.gguf", stream=stream, steps=4, detail=megabytes)
     for done in range(0, 101, 10):
         bar(done, 100)
     lines = stream.getvalue().splitlines()
