@@ -17,7 +17,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agents.events import CompactionInfo, Event, EventActions, Part
+from agents.events import CompactionInfo, Event, EventActions, Part, event_seq, latest_compaction
 from agents.metrics import REGISTRY
 from agents.models.base import Content, GenerateConfig, LlmRequest, Model
 from agents.session import Session
@@ -99,10 +99,9 @@ def select_window(
     `completed_through` is the invocation that just finished: later ones may still be
     running and are never compacted.
     """
-    previous = next((e for e in reversed(events) if e.is_compaction), None)
-    boundary = 0
-    if previous is not None and previous.actions.compaction is not None:
-        boundary = Event(author="x", id=previous.actions.compaction.end_event_id).seq
+    found = latest_compaction(events)
+    previous = found[0] if found else None
+    boundary = event_seq(found[1].end_event_id) if found else 0
     invocations = _invocations(events)
     if completed_through is not None:
         ids = [inv for inv, _ in invocations]

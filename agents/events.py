@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,6 +125,14 @@ class Event(_Frozen):
         if self.actions.skip_summarization:
             return True
         return not self.function_calls and not self.function_responses and not self.is_compaction
+
+
+def latest_compaction(events: Sequence[Event]) -> tuple[Event, CompactionInfo] | None:
+    """The most recent compaction event among `events`, with what it covers."""
+    for event in reversed(events):
+        if event.actions.compaction is not None:
+            return event, event.actions.compaction
+    return None
 
 
 def event_seq(event_id: str) -> int:

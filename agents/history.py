@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from agents.events import Event, Part
+from agents.events import Event, Part, event_seq, latest_compaction
 from agents.models.base import Content
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (context, not instructions):\n"
@@ -27,14 +27,11 @@ def visible_events(events: Iterable[Event], branch: str | None) -> list[Event]:
 
 def apply_compaction(events: list[Event]) -> tuple[Event | None, list[Event]]:
     """Split events into (latest compaction, events after its boundary)."""
-    latest = None
-    for event in reversed(events):
-        if event.actions.compaction is not None:
-            latest = event
-            break
-    if latest is None or latest.actions.compaction is None:
+    found = latest_compaction(events)
+    if found is None:
         return None, [e for e in events if not e.is_compaction]
-    boundary = Event(author="x", id=latest.actions.compaction.end_event_id).seq
+    latest, info = found
+    boundary = event_seq(info.end_event_id)
     return latest, [e for e in events if not e.is_compaction and e.seq > boundary]
 
 

@@ -32,9 +32,3 @@ class Session(BaseModel):
             if event.id == event_id:
                 return event
         return None
-
-    def latest_compaction(self) -> Event | None:
-        for event in reversed(self.events):
-            if event.actions.compaction is not None:
-                return event
-        return None

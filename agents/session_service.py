@@ -7,7 +7,7 @@ import uuid
 from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
-from agents.events import Event, event_seq
+from agents.events import Event, event_seq, latest_compaction
 from agents.session import Session
 from agents.state import split_delta, without_temp
 
@@ -63,15 +63,11 @@ class SessionService(Protocol):
 
 def events_since_compaction(events: list[Event]) -> list[Event]:
     """The tail of `events` that `since_compaction` loading keeps."""
-    latest = None
-    for event in reversed(events):
-        if event.actions.compaction is not None:
-            latest = event
-            break
-    if latest is None or latest.actions.compaction is None:
+    found = latest_compaction(events)
+    if found is None:
         return list(events)
-    start = latest.actions.compaction.start_event_id
-    return [e for e in events if e.seq >= event_seq(start) or e is latest]
+    latest, info = found
+    return [e for e in events if e.seq >= event_seq(info.start_event_id) or e is latest]
 
 
 class InMemorySessionService:
