@@ -40,7 +40,10 @@ async def eval_summaries(
         out.write(f"model: {models.label}\n")
         for label, validator in validators.items():
             service = SummaryService(
-                models.summary, model_factory=models.factory, validator=validator
+                models.summary,
+                model_factory=models.factory,
+                validator=validator,
+                shadow_validator=Validator(strict=False) if label == "strict" else None,
             )
             report = await evaluate(
                 conversations,

@@ -65,6 +65,8 @@ class Outcome:
     latency_s: float
     cost: float
     problems: tuple[str, ...] = ()
+    # The seed's validator on the same first answer (None when it was not run).
+    shadow_passed_first: bool | None = None
 
 
 @dataclass
@@ -152,6 +154,21 @@ class EvalReport:
             f" looping answers: {sum(o.looped for o in self.outcomes)}",
             f"  seconds per summary (median): {self.seconds_per_summary:.2f}",
             f"  cost per summary: ${self.cost_per_summary:.6f}",
+            *self.shadow_lines(),
+        ]
+
+    def shadow_lines(self) -> list[str]:
+        """The seed's validator on the same first answers, side by side."""
+        shadowed = [o for o in self.outcomes if o.shadow_passed_first is not None]
+        if not shadowed:
+            return []
+        seed_pass = [o for o in shadowed if o.shadow_passed_first]
+        caught = [o for o in seed_pass if not o.passed_first]
+        empty = sum(1 for o in seed_pass if not o.expected_high_value)
+        return [
+            f"  seed validator on the same first answers: pass {len(seed_pass) / len(shadowed):.1%}"
+            f" ({len(seed_pass)} of {len(shadowed)}; {empty} of them had no high-value entity)",
+            f"  of those, rejected by this validator: {len(caught)}",
         ]
 
 
@@ -191,6 +208,9 @@ def score(conversation: Conversation, result: SummaryResult) -> Outcome:
         latency_s=result.latency_s,
         cost=result.usage.cost,
         problems=tuple(problems),
+        shadow_passed_first=(
+            None if not log or log[0].shadow_problems is None else not log[0].shadow_problems
+        ),
     )
 
 

@@ -55,6 +55,8 @@ class Attempt:
     items: int = 0
     citations: int = 0
     valid_citations: int = 0
+    # What a second validator (the seed's, in evaluations) said of the same answer.
+    shadow_problems: tuple[str, ...] | None = None
 
     @property
     def passed(self) -> bool:
@@ -121,6 +123,7 @@ class SummaryService:
         model_factory: Callable[[str], Model] | None = None,
         repetition_penalty: float | None = None,
         max_output_tokens: int = 2048,
+        shadow_validator: Validator | None = None,
     ) -> None:
         self.model = model
         self.extractor = extractor or EntityExtractor()
@@ -130,6 +133,8 @@ class SummaryService:
         self.model_factory = model_factory
         self.repetition_penalty = repetition_penalty
         self.max_output_tokens = max_output_tokens
+        # Scores each first answer too, without deciding anything: for side-by-side runs.
+        self.shadow_validator = shadow_validator
         # Temporary summariser sessions live here only while their summary runs.
         self.session_service = InMemorySessionService()
 
@@ -178,10 +183,10 @@ class SummaryService:
         message = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
         try:
             for _ in range(MAX_ATTEMPTS):
-                checked, usage = await self._attempt(
-                    runner, temp.id, message, events, rendered, entities
+                checked, usage, shadow = await self._attempt(
+                    runner, temp.id, message, events, rendered, entities, shadow=not attempts
                 )
-                attempts.append(_attempt_log(checked, usage))
+                attempts.append(_attempt_log(checked, usage, shadow))
                 count_attempt(checked.problems)
                 if checked.passed:
                     break
@@ -250,8 +255,11 @@ class SummaryService:
         events: list[Event],
         rendered: RenderedTranscript,
         entities: list[Any],
-    ) -> tuple[ValidationResult, Usage]:
-        """One model call through the runner, validated. Runner failures become problems."""
+        *,
+        shadow: bool = False,
+    ) -> tuple[ValidationResult, Usage, tuple[str, ...] | None]:
+        """One model call through the runner, validated (and, with `shadow`, scored by the
+        shadow validator too). Runner failures become problems."""
         usage = Usage()
         final: Event | None = None
         async for event in runner.run_async(
@@ -268,7 +276,7 @@ class SummaryService:
             detail = (final.error_message or "") if final is not None else ""
             failed = ValidationResult(record=None, malformed=True)
             failed.problems.append(f"model call failed ({code}): {detail[:200]}")
-            return failed, usage
+            return failed, usage, (tuple(failed.problems) if shadow else None)
         checked = self.validator.validate(
             final.text,
             events,
@@ -276,7 +284,18 @@ class SummaryService:
             entities=entities,
             finish_reason=final.finish_reason,
         )
-        return checked, usage
+        shadow_problems = None
+        if shadow and self.shadow_validator is not None:
+            shadow_problems = tuple(
+                self.shadow_validator.validate(
+                    final.text,
+                    events,
+                    rendered=rendered,
+                    entities=entities,
+                    finish_reason=final.finish_reason,
+                ).problems
+            )
+        return checked, usage, shadow_problems
 
     async def _finish_empty(self, session_id: str, problem: str) -> NoSummary:
         run = SummaryRun(
@@ -316,7 +335,9 @@ def _retry_message(rendered: RenderedTranscript, hints: str, problems: list[str]
     return f"{body}\n\n{RETRY_HEADER}\n{listed}"
 
 
-def _attempt_log(checked: ValidationResult, usage: Usage) -> Attempt:
+def _attempt_log(
+    checked: ValidationResult, usage: Usage, shadow: tuple[str, ...] | None = None
+) -> Attempt:
     record = checked.record
     items = record.items() if record is not None else []
     return Attempt(
@@ -329,4 +350,5 @@ def _attempt_log(checked: ValidationResult, usage: Usage) -> Attempt:
         items=len(items),
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
+        shadow_problems=shadow,
     )

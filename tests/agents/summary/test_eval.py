@@ -123,6 +123,26 @@ async def test_eval_seed_validator_runs_side_by_side() -> None:
     assert seed.first_attempt_pass_rate == 1.0
 
 
+async def test_eval_shadow_seed_validator_scores_the_same_first_answers() -> None:
+    over = {
+        "goal": "Cancel reservation JG7FMM",
+        "facts": [{"text": "JG7FMM cancelled", "sources": ["e1", "e2", "e3", "e4"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    model = ScriptedModel([json_text(over)] * 2)
+    service = SummaryService(model, shadow_validator=Validator(strict=False))
+    report = await evaluate([conversation_from_row(ROWS[0])], service)
+    model.assert_complete()  # the shadow costs no model call
+    assert report.first_attempt_pass_rate == 0.0
+    (outcome,) = report.outcomes
+    assert outcome.shadow_passed_first is True
+    lines = "\n".join(report.lines())
+    assert "seed validator on the same first answers: pass 100.0% (1 of 1;" in lines
+    assert "of those, rejected by this validator: 1" in lines
+
+
 async def test_eval_session_ids_follow_append_order() -> None:
     session = await conversation_session(conversation_from_row(ROWS[0]), InMemorySessionService())
     assert [e.id for e in session.events] == ["e1", "e2", "e3", "e4"]
