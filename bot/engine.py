@@ -56,6 +56,9 @@ class LocalModelNotStarted:
         )
 
 
+LOCAL_REPETITION_PENALTY = 1.05
+
+
 def uses_local_model(settings: Settings) -> bool:
     """True when `MODEL` is unset or `local`: the bot runs on the embedded model."""
     return settings.model is None or settings.model.strip() in LOCAL_MODEL_NAMES
@@ -174,6 +177,16 @@ def build_summarizer(settings: Settings, db: Any = None, models: Models | None =
         models.summary,
         model_factory=models.factory,
         sink=db.summary_runs if db is not None else None,
+        repetition_penalty=summary_repetition_penalty(settings),
+    )
+
+
+def summary_repetition_penalty(settings: Settings) -> float | None:
+    """Small local models loop more readily than hosted ones: damp repeats for them only."""
+    return (
+        LOCAL_REPETITION_PENALTY
+        if uses_local_model(settings) and not settings.summary_model
+        else None
     )
 
 

@@ -28,7 +28,7 @@ async def eval_summaries(
     from agents.summary.eval import evaluate, select_every_nth
     from agents.summary.service import SummaryService
     from agents.summary.validator import Validator
-    from bot.engine import open_models
+    from bot.engine import open_models, summary_repetition_penalty
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
@@ -43,6 +43,7 @@ async def eval_summaries(
                 models.summary,
                 model_factory=models.factory,
                 validator=validator,
+                repetition_penalty=summary_repetition_penalty(settings),
                 shadow_validator=Validator(strict=False) if label == "strict" else None,
             )
             report = await evaluate(

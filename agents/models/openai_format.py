@@ -99,9 +99,9 @@ def to_response_format(schema: dict[str, Any]) -> Message:
 def config_to_params(config: GenerateConfig) -> dict[str, Any]:
     """Sampling settings as `acompletion` keyword arguments (unset ones are left out).
 
-    `repetition_penalty` is not an OpenAI parameter, so it travels in `extra_body` for
-    servers that understand it (vLLM, llama.cpp). Extra fields on the config are passed
-    through unchanged (`seed`, `stop`, ...).
+    `repetition_penalty` is not an OpenAI parameter, so it travels in `extra_body` under
+    both names servers use (vLLM's `repetition_penalty`, llama.cpp's `repeat_penalty`).
+    Extra fields on the config are passed through unchanged (`seed`, `stop`, ...).
     """
     params: dict[str, Any] = {}
     for key in ("temperature", "max_tokens", "top_p"):
@@ -109,7 +109,8 @@ def config_to_params(config: GenerateConfig) -> dict[str, Any]:
         if value is not None:
             params[key] = value
     if config.repetition_penalty is not None:
-        params["extra_body"] = {"repetition_penalty": config.repetition_penalty}
+        penalty = config.repetition_penalty
+        params["extra_body"] = {"repetition_penalty": penalty, "repeat_penalty": penalty}
     params.update(config.model_extra or {})
     return params
 

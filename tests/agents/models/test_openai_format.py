@@ -99,7 +99,7 @@ def test_openai_format_params_carry_tools_schema_and_sampling() -> None:
     assert params["temperature"] == 0.2
     assert params["max_tokens"] == 64
     assert "top_p" not in params
-    assert params["extra_body"] == {"repetition_penalty": 1.1}
+    assert params["extra_body"] == {"repetition_penalty": 1.1, "repeat_penalty": 1.1}
 
 
 def test_openai_format_response_with_tool_calls_round_trips() -> None:
