@@ -50,17 +50,49 @@ def tool_prompt(request: LlmRequest) -> str:
         answer_schema = ""
     lines = [
         "You can call tools. Answer with exactly one JSON object and nothing else:",
-        f"- to answer: {reply_shape}",
         '- to call a tool: {"tool": "<tool name>", "args": {<arguments>}}',
+        f"- to answer: {reply_shape}",
         "Call at most one tool per answer. The tool's result comes back in the next "
-        "message; then answer or call another tool." + answer_schema,
+        "message; then answer or call another tool. Saying that you call a tool does not "
+        "call it: only the JSON does." + answer_schema,
         "",
         "Tools:",
     ]
     for tool in request.tools:
         lines.append(f"- {tool.name}: {tool.description}".rstrip())
         lines.append(f"  args schema: {dump_json(tool.parameters)}")
+        for example in tool_examples(tool):
+            lines.append(f"  example: {example}")
     return "\n".join(lines)
+
+
+def tool_examples(tool: ToolDeclaration, *, limit: int = 4) -> list[str]:
+    """Concrete calls, one per allowed value of the tool's first enum argument (at most
+    `limit`), else one with placeholder values. Small models copy examples far more
+    reliably than they follow a schema."""
+    properties: dict[str, Any] = (tool.parameters or {}).get("properties", {})
+    placeholder = {name: _placeholder(name, spec) for name, spec in properties.items()}
+    for name, spec in properties.items():
+        choices = spec.get("enum") if isinstance(spec, dict) else None
+        if choices:
+            return [
+                dump_json({"tool": tool.name, "args": {**placeholder, name: choice}})
+                for choice in choices[:limit]
+            ]
+    return [dump_json({"tool": tool.name, "args": placeholder})]
+
+
+def _placeholder(name: str, spec: Any) -> Any:
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    return f"<{name}>"
 
 
 def prompted_schema(

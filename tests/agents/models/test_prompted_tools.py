@@ -54,6 +54,14 @@ def test_prompted_request_describes_tools_and_drops_native_ones() -> None:
     assert '"order_id"' in wire.system_instruction
 
 
+def test_prompted_request_gives_a_concrete_example_per_tool() -> None:
+    system = prompted_request(request_with_history()).system_instruction
+    assert 'example: {"tool": "transfer_to_agent", "args": {"agent_name": "billing_agent"}}' in (
+        system
+    )
+    assert 'example: {"tool": "lookup_order", "args": {"order_id": "<order_id>"}}' in system
+
+
 def test_prompted_request_renders_history_as_text() -> None:
     wire = prompted_request(request_with_history())
     assert [(c.role, c.text) for c in wire.contents] == [
