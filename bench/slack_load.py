@@ -1,9 +1,11 @@
 """Load benchmark for the Slack app in HTTP mode.
 
 Starts the bot against the fake Web API, with a model that sleeps 2 s per call, and a
-bare Bolt app that only acks, side by side. Sends RATE signed events per second for
-SECONDS across THREADS threads to both, then prints ack p50/p99 (target p99 < 50 ms),
-time to reply p50/p99, replies lost or duplicated (must be 0) and the ack p99 ratio.
+bare Bolt app that only acks, side by side, each in its own process as in production
+(`bench/load_apps.py`); the load generator and the fake Web API share this one. Sends
+RATE signed events per second for SECONDS across THREADS threads to both, then prints
+ack p50/p99 (target p99 < 50 ms), time to reply p50/p99, replies lost or duplicated
+(must be 0) and the ack p99 ratio.
 
     python bench/slack_load.py [--seconds 30] [--rate 200] [--threads 500]
 """
@@ -14,6 +16,8 @@ import argparse
 import asyncio
 import json
 import os
+import signal
+import socket
 import statistics
 import sys
 import tempfile
@@ -26,84 +30,68 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
-from aiohttp import web
-from slack_bolt.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
-from agents.llm_agent import LlmAgent
-from agents.models.base import LlmRequest, LlmResponse
-from agents.runner import Runner
-from bot.app import build_bolt_app, build_web_app, create_services, drain
-from bot.config import Settings
-from storage.database import Database
 from tests.e2e.harness import SIGNING_SECRET, sign
 from tests.fakes.slack_api import FakeSlackApi
 
 
-class SleepyModel:
-    """Answers after `delay` seconds, echoing the user's message id."""
-
-    name = "sleepy"
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-
-    async def generate(self, request: LlmRequest) -> LlmResponse:
-        await asyncio.sleep(self.delay)
-        return LlmResponse.from_text(f"reply to {request.contents[-1].text}")
-
-
-async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return runner, f"http://127.0.0.1:{port}/slack/events"
-
-
-def bare_bolt(slack: FakeSlackApi) -> web.Application:
-    """A Bolt app that only acks: the baseline."""
-    bolt = AsyncApp(
-        client=AsyncWebClient(token="xoxb-bench", base_url=slack.url),
-        signing_secret=SIGNING_SECRET,
+async def start_app(which: str, env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
+    """Run `bench/load_apps.py <which>` as its own process; wait until it is healthy."""
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).with_name("load_apps.py")),
+        which,
+        env={**os.environ, **env, "PORT": str(port), "HOST": "127.0.0.1"},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
+    base = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):
+            try:
+                async with http.get(f"{base}/healthz") as resp:
+                    if resp.status == 200:
+                        return process, f"{base}/slack/events"
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{which} app did not become healthy")
 
-    @bolt.event("message")
-    async def noop() -> None:
-        return None
 
-    app = web.Application()
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
-    async def events(request: web.Request) -> web.Response:
-        from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 
-        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
-
-    app.router.add_post("/slack/events", events)
-    return app
+async def stop(process: asyncio.subprocess.Process) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), timeout=30)
+    except TimeoutError:
+        process.kill()
 
 
 def pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100)[q - 1] if len(values) > 1 else values[0]
+    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
 
 
 async def main(seconds: float, rate: int, threads: int, delay: float, concurrency: int) -> None:
     tmp = Path(tempfile.mkdtemp())
     async with FakeSlackApi() as slack:
-        db = await Database.open(f"sqlite+aiosqlite:///{tmp / 'bench.db'}")
-        settings = Settings(
-            slack_bot_token="xoxb-bench",
-            slack_signing_secret=SIGNING_SECRET,
-            slack_api_url=slack.url,
-            max_concurrent_invocations=concurrency,
-            _env_file=None,
-        )
-        agent = LlmAgent(name="support_supervisor", model=SleepyModel(delay))
-        runner = Runner(agent=agent, app_name=settings.app_name, session_service=db.sessions)
-        services, client = await create_services(settings, db=db, runner=runner, summarizer=None)
-        bot_runner, bot_url = await serve(build_web_app(services, build_bolt_app(services)))
-        bare_runner, bare_url = await serve(bare_bolt(slack))
+        env = {
+            "SLACK_BOT_TOKEN": "xoxb-bench",
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "SLACK_API_URL": slack.url,
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp / 'bench.db'}",
+            "MAX_CONCURRENT_INVOCATIONS": str(concurrency),
+            "MODEL_DELAY": str(delay),
+            "LOG_LEVEL": "WARNING",
+        }
+        bot_process, bot_url = await start_app("bot", env)
+        bare_process, bare_url = await start_app("bare", env)
         acks: dict[str, list[float]] = {"bot": [], "bare": []}
         sent_at: dict[str, float] = {}
         roots: dict[int, str] = {}
@@ -158,7 +146,7 @@ async def main(seconds: float, rate: int, threads: int, delay: float, concurrenc
         while len(slack.calls_to("chat.update")) < total and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.2)
         await asyncio.sleep(1)
-        replies = Counter()
+        replies: Counter[str] = Counter()
         reply_ms: list[float] = []
         for call in slack.calls:
             if call.method == "chat.update" and call.args.get("text", "").startswith("support"):
@@ -168,11 +156,8 @@ async def main(seconds: float, rate: int, threads: int, delay: float, concurrenc
         lost = sum(1 for m in sent_at if replies[m] == 0)
         dup = sum(c - 1 for c in replies.values() if c > 1)
         await http.close()
-        await drain(services)
-        await bot_runner.cleanup()
-        await bare_runner.cleanup()
-        await client.close()
-        await db.close()
+        await stop(bot_process)
+        await stop(bare_process)
     print(
         f"events: {total} over {seconds:g}s at {rate}/s across {threads} threads "
         f"(model sleeps {delay:g}s per call)"

@@ -1,0 +1,89 @@
+"""The two apps `bench/slack_load.py` measures, each run as its own process, as in
+production: `python bench/load_apps.py bot|bare`.
+
+- `bot`: the support bot's HTTP app (Bolt, durable acceptance, per-thread workers, SQLite
+  at DATABASE_URL, the fake Web API at SLACK_API_URL) with a one-agent tree whose model
+  answers after MODEL_DELAY seconds.
+- `bare`: a Bolt app that only acks, the baseline.
+
+Both listen on PORT and answer `GET /healthz` once ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agents.llm_agent import LlmAgent
+from agents.models.base import LlmRequest, LlmResponse
+from agents.runner import Runner
+from bot.app import build_bolt_app, build_web_app, create_services
+from bot.config import Settings, secret
+from bot.server import run_web
+from storage.database import Database
+
+
+class SleepyModel:
+    """Answers after `delay` seconds, echoing the user's message id."""
+
+    name = "sleepy"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        await asyncio.sleep(self.delay)
+        return LlmResponse.from_text(f"reply to {request.contents[-1].text}")
+
+
+async def bot(settings: Settings) -> None:
+    db = await Database.open(settings.database_url)
+    agent = LlmAgent(name="support_supervisor", model=SleepyModel(float(os.environ["MODEL_DELAY"])))
+    runner = Runner(agent=agent, app_name=settings.app_name, session_service=db.sessions)
+    services, slack = await create_services(settings, db=db, runner=runner, summarizer=object())
+
+    async def close() -> None:
+        await slack.close()
+        await db.close()
+
+    await run_web(build_web_app(services, build_bolt_app(services), on_close=close), settings)
+
+
+async def bare(settings: Settings) -> None:
+    bolt = AsyncApp(
+        client=AsyncWebClient(
+            token=secret(settings.slack_bot_token), base_url=settings.slack_api_url
+        ),
+        signing_secret=secret(settings.slack_signing_secret),
+    )
+
+    @bolt.event("message")
+    async def noop() -> None:
+        return None
+
+    async def events(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/slack/events", events)
+    app.router.add_get("/healthz", healthz)
+    await run_web(app, settings)
+
+
+if __name__ == "__main__":
+    which = sys.argv[1]
+    config = Settings(_env_file=None)
+    asyncio.run(bot(config) if which == "bot" else bare(config))
