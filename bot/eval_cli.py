@@ -25,7 +25,7 @@ async def eval_summaries(
     """Summarise `limit` conversations (every nth) and print `EvalReport.lines()`; with
     `seed_validator`, the same conversations again under the seed's validator."""
     from agents.summary.dataset import load_conversations
-    from agents.summary.eval import evaluate, select_every_nth
+    from agents.summary.eval import evaluate, outcome_line, select_every_nth
     from agents.summary.service import SummaryService
     from agents.summary.validator import Validator
     from bot.engine import open_models, summary_repetition_penalty
@@ -51,6 +51,7 @@ async def eval_summaries(
                 service,
                 label=label,
                 progress=ProgressBar(f"summaries ({label})"),
+                on_outcome=lambda outcome: print(outcome_line(outcome), file=out, flush=True),
             )
             out.write("\n".join(report.lines()) + "\n")
     return 0

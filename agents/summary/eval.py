@@ -69,6 +69,23 @@ class Outcome:
     shadow_passed_first: bool | None = None
 
 
+def outcome_line(outcome: Outcome) -> str:
+    """One conversation's result as a line, for watching a long run."""
+    verdict = (
+        "pass-first" if outcome.passed_first else "pass-retry" if outcome.passed else "fallback"
+    )
+    seed = (
+        ""
+        if outcome.shadow_passed_first is None
+        else f" seed={'pass' if outcome.shadow_passed_first else 'fail'}"
+    )
+    return (
+        f"{outcome.conversation_id}: {verdict} attempts={outcome.attempts}"
+        f" recall={outcome.recalled_high_value}/{outcome.expected_high_value}"
+        f" relevance_failures={outcome.relevance_failures} {outcome.latency_s:.1f}s{seed}"
+    )
+
+
 @dataclass
 class EvalReport:
     """Aggregate figures over a set of `Outcome`s."""
@@ -220,14 +237,18 @@ async def evaluate(
     *,
     label: str = "strict",
     progress: Callable[[int, int], None] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
 ) -> EvalReport:
-    """Summarise and score every conversation; `progress(done, total)` after each."""
+    """Summarise and score every conversation; `progress(done, total)` and
+    `on_outcome(outcome)` after each, so a long run shows its results as it goes."""
     report = EvalReport(label=label)
     sessions = InMemorySessionService()
     for done, conversation in enumerate(conversations, start=1):
         session = await conversation_session(conversation, sessions)
         result = await service.summarize(session)
         report.outcomes.append(score(conversation, result))
+        if on_outcome is not None:
+            on_outcome(report.outcomes[-1])
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)
         if progress is not None:
             progress(done, len(conversations))

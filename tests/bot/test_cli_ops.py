@@ -152,7 +152,10 @@ async def test_eval_summaries_reports_recall_and_pass_rates(
     await eval_summaries(settings, out, data=str(data), model="openai/test", limit=2)
     lines = out.getvalue().splitlines()
     assert lines[0] == f"model: openai/test at {server.base_url}"
-    assert lines[1] == "[strict] summaries: 2"
+    # One line per conversation as it finishes, then the report.
+    assert lines[1].startswith("c0: pass-first attempts=1 recall=")
+    assert lines[1].endswith("seed=pass")
+    assert lines[3] == "[strict] summaries: 2"
     assert "  first-attempt pass rate: 100.0%" in lines
     assert "  high-value entity recall (passing records): 1.000" in lines
     assert all(b["model"] == "test" for b in server.bodies)
