@@ -9,7 +9,6 @@ back to its parent, so every turn starts at the supervisor, as in ADK's own anch
 from __future__ import annotations
 
 import os
-import resource
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -21,10 +20,6 @@ from agents.models.base import LlmRequest, LlmResponse
 POLICY = "ALLOWED: a duplicate charge is refundable (rule R-2)."
 BILLING = "I've refunded the duplicate charge of $12.50; it arrives within five working days."
 TURN_TEXT = "I was charged twice this month, turn {n}"
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def current_rss_mb() -> float:
