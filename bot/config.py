@@ -34,6 +34,10 @@ class Settings(BaseSettings):
         description="litellm model string; unset (or `local`) runs the embedded local model.",
     )
     summary_model: str | None = None
+    summary_ground_citations: bool = Field(
+        default=True,
+        description="Point summary items that carry identifiers at the events holding them.",
+    )
     compaction_model: str | None = None
     model_api_base: str | None = None
     model_api_key: SecretStr | None = None

@@ -176,9 +176,18 @@ def build_summarizer(settings: Settings, db: Any = None, models: Models | None =
     return SummaryService(
         models.summary,
         model_factory=models.factory,
+        validator=summary_validator(settings),
         sink=db.summary_runs if db is not None else None,
         repetition_penalty=summary_repetition_penalty(settings),
     )
+
+
+def summary_validator(settings: Settings) -> Any:
+    """The strict summary validator, grounding citations unless SUMMARY_GROUND_CITATIONS
+    is off."""
+    from agents.summary.validator import Validator
+
+    return Validator(ground=settings.summary_ground_citations)
 
 
 def summary_repetition_penalty(settings: Settings) -> float | None:

@@ -28,12 +28,12 @@ async def eval_summaries(
     from agents.summary.eval import evaluate, outcome_line, select_every_nth
     from agents.summary.service import SummaryService
     from agents.summary.validator import Validator
-    from bot.engine import open_models, summary_repetition_penalty
+    from bot.engine import open_models, summary_repetition_penalty, summary_validator
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
     conversations = select_every_nth(list(load_conversations(data)), limit or 0)
-    validators = {"strict": Validator()}
+    validators = {"strict": summary_validator(settings)}
     if seed_validator:
         validators["seed"] = Validator(strict=False)
     async with open_models(settings) as models:

@@ -50,8 +50,22 @@ COMMITMENT_PATTERNS: tuple[re.Pattern[str], ...] = (
         re.IGNORECASE,
     ),
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+# A deadline stated in an item ("within five working days") must be stated in its sources:
+# small models add the stock deadline of a refund to any refund.
+DEADLINE = COMMITMENT_PATTERNS[0]
+# A period inside a number ("$12.50") does not end a sentence.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]?")
 _CONDITIONAL = re.compile(r"(?i)\s*(?:once|if|when|after|please|feel free|as soon as)\b")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` (a period inside a number does not end one)."""
+    return [m.group() for m in _SENTENCE.finditer(text) if m.group().strip()]
+
+
+def deadlines(text: str) -> list[str]:
+    """Every deadline phrase in `text` ("within 24 hours"), lower-cased."""
+    return [m.group().lower() for m in DEADLINE.finditer(text)]
 
 
 def key_terms(text: str) -> set[str]:

@@ -61,7 +61,8 @@ DEFAULT_PATTERNS: tuple[EntityPattern, ...] = (
     pattern("date", r"\b\d{1,2}/\d{1,2}/\d{2,4}\b"),
     pattern("date", rf"\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"),
     pattern("date", rf"\b\d{{1,2}}(?:st|nd|rd|th) of (?:{_MONTHS})\b"),
-    pattern("date", r"\b\d{1,2}(?:st|nd|rd|th)\b"),
+    # A bare ordinal is too ambiguous to demand ("5th and Main", "the 3rd floor").
+    pattern("date", r"\b\d{1,2}(?:st|nd|rd|th)\b", high_value=False),
     pattern("date", rf"\b(?:{_WEEKDAYS})\b", high_value=False),
     pattern("time", r"(?i)(?<![:\d])\b\d{1,2}\s?[ap]\.?m\b", high_value=False),
     pattern("phone", r"\(\d{3}\)\s?\d{3}-\d{4}"),

@@ -60,6 +60,8 @@ class Outcome:
     citations: int
     valid_citations: int
     relevance_failures: int
+    grounded_items: int
+    withheld_items: int
     cut_off: int
     looped: int
     latency_s: float
@@ -82,7 +84,8 @@ def outcome_line(outcome: Outcome) -> str:
     return (
         f"{outcome.conversation_id}: {verdict} attempts={outcome.attempts}"
         f" recall={outcome.recalled_high_value}/{outcome.expected_high_value}"
-        f" relevance_failures={outcome.relevance_failures} {outcome.latency_s:.1f}s{seed}"
+        f" relevance_failures={outcome.relevance_failures} grounded={outcome.grounded_items}"
+        f" {outcome.latency_s:.1f}s{seed}"
     )
 
 
@@ -167,6 +170,10 @@ class EvalReport:
             f"  citation validity (cited ids that exist): {self.citation_validity:.3f}",
             f"  mean sources per item: {self.mean_sources_per_item:.2f}",
             f"  relevance failures caught: {sum(o.relevance_failures for o in self.outcomes)}",
+            "  items whose citations the system grounded: "
+            f"{sum(o.grounded_items for o in self.outcomes)};"
+            " items dropped for restating a masked secret: "
+            f"{sum(o.withheld_items for o in self.outcomes)}",
             f"  cut-off answers: {sum(o.cut_off for o in self.outcomes)};"
             f" looping answers: {sum(o.looped for o in self.outcomes)}",
             f"  seconds per summary (median): {self.seconds_per_summary:.2f}",
@@ -220,6 +227,8 @@ def score(conversation: Conversation, result: SummaryResult) -> Outcome:
         citations=sum(a.citations for a in log),
         valid_citations=sum(a.valid_citations for a in log),
         relevance_failures=sum(a.relevance_failures for a in log),
+        grounded_items=sum(a.grounded_items for a in log),
+        withheld_items=sum(a.withheld_items for a in log),
         cut_off=sum(a.cut_off for a in log),
         looped=sum(a.looped for a in log),
         latency_s=result.latency_s,

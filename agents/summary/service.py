@@ -20,7 +20,7 @@ from agents.runner import Runner
 from agents.session import Session
 from agents.session_service import InMemorySessionService, SessionService
 from agents.summary.agent import SUMMARIZER_NAME, build_summary_agent
-from agents.summary.checklist import checklist
+from agents.summary.checklist import checklist, locations
 from agents.summary.entities import EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
@@ -38,6 +38,7 @@ from agents.summary.validator import ValidationResult, Validator, label_user_cla
 
 logger = logging.getLogger(__name__)
 
+DROPPED = "dropped entity "  # the validator's recall problem, as the seed words it
 MAX_ATTEMPTS = 2  # the first answer and one retry with its problems appended
 RETRY_HEADER = "Your previous answer was rejected. Fix every problem below and answer again:"
 
@@ -55,6 +56,8 @@ class Attempt:
     items: int = 0
     citations: int = 0
     valid_citations: int = 0
+    grounded_items: int = 0
+    withheld_items: int = 0
     # What a second validator (the seed's, in evaluations) said of the same answer.
     shadow_problems: tuple[str, ...] | None = None
 
@@ -162,8 +165,8 @@ class SummaryService:
         if not events:
             return await self._finish_empty(session_id, f"session {session_id} has no events")
         started = time.perf_counter()
-        rendered = render_transcript(events, self.render_options)
         entities = self.extractor.extract(events)
+        rendered = render_transcript(events, self.render_options, mask=entities)
         max_tokens = min(self.max_output_tokens, output_budget(rendered.tokens))
         runner = Runner(
             agent=build_summary_agent(
@@ -179,7 +182,8 @@ class SummaryService:
         )
         attempts: list[Attempt] = []
         checked: ValidationResult | None = None
-        hints = checklist(events, entities)
+        hints = checklist(events, entities, visible=rendered.text)
+        where = locations(events, entities, visible=rendered.text)
         message = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
         try:
             for _ in range(MAX_ATTEMPTS):
@@ -190,7 +194,7 @@ class SummaryService:
                 count_attempt(checked.problems)
                 if checked.passed:
                     break
-                message = _retry_message(rendered, hints, checked.problems)
+                message = _retry_message(rendered, hints, checked.problems, where)
         finally:
             await self.session_service.delete_session(
                 app_name="summarizer", user_id="summarizer", session_id=temp.id
@@ -329,8 +333,25 @@ class SummaryService:
             logger.warning("summary run sink failed for %s", run.session_id, exc_info=True)
 
 
-def _retry_message(rendered: RenderedTranscript, hints: str, problems: list[str]) -> str:
-    listed = "\n".join(f"- {p}" for p in problems[:30])
+def _retry_message(
+    rendered: RenderedTranscript,
+    hints: str,
+    problems: list[str],
+    where: dict[str, str] | None = None,
+) -> str:
+    """The same request with the problems appended; a dropped value says where it is.
+
+    The rejected answer is deliberately not shown: measured on the embedded model, a
+    small model shown its answer copies it, problems and all, instead of fixing it.
+    """
+    where = where or {}
+    named = []
+    for problem in problems[:30]:
+        value = problem.removeprefix(DROPPED)
+        if problem.startswith(DROPPED) and value.casefold() in where:
+            problem += f": add an item citing {where[value.casefold()]} that states it"
+        named.append(problem)
+    listed = "\n".join(f"- {p}" for p in named)
     body = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
     return f"{body}\n\n{RETRY_HEADER}\n{listed}"
 
@@ -350,5 +371,7 @@ def _attempt_log(
         items=len(items),
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
+        grounded_items=checked.grounded_items,
+        withheld_items=checked.withheld_items,
         shadow_problems=shadow,
     )

@@ -4,16 +4,19 @@ Every line starts with `[event id] author`, so the model can cite sources and te
 user text from agent text. Tool calls and results are explicit, because they hold the
 facts that matter. Large payloads are cut (head kept, where identifiers usually are),
 large arrays become a count plus their first elements, and a transcript over its token
-budget keeps its opening and its latest events and says how many it left out.
+budget keeps its opening and its latest events and says how many it left out. Secrets
+(PINs, access codes) are masked before the model sees them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.events import Event
+from agents.summary.entities import Entity, mask_text
 
 TRUNCATED = " ...[truncated]"
 FENCE_OPEN = "<<<TRANSCRIPT"
@@ -120,14 +123,24 @@ def render_event(event: Event, options: RenderOptions) -> tuple[str, int]:
 
 
 def render_transcript(
-    events: list[Event], options: RenderOptions | None = None
+    events: list[Event],
+    options: RenderOptions | None = None,
+    *,
+    mask: Sequence[Entity] = (),
 ) -> RenderedTranscript:
-    """Render `events` within `options`' limits; see `RenderedTranscript.metadata`."""
+    """Render `events` within `options`' limits; see `RenderedTranscript.metadata`.
+
+    Every sensitive entity in `mask` (PINs, access codes) is masked in the text, so the
+    summariser never sees it and so cannot repeat it.
+    """
     options = options or RenderOptions()
+    secrets = [e for e in mask if e.sensitive]
     rendered: list[tuple[str, str]] = []
     truncated = 0
     for event in events:
         line, cut = render_event(event, options)
+        if secrets and line:
+            line = mask_text(line, secrets)
         truncated += cut
         if line:
             rendered.append((event.id, line))

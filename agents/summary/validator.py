@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from agents.events import Event
 from agents.summary.coverage import (
     answering_event,
+    deadlines,
     event_content,
     find_promises,
     key_terms,
@@ -24,6 +25,7 @@ from agents.summary.coverage import (
     repetition,
 )
 from agents.summary.entities import Entity, EntityExtractor, mentions
+from agents.summary.grounding import ground_citations, item_values
 from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
 
@@ -50,6 +52,8 @@ class ValidationResult:
     valid_citations: int = 0
     high_value: list[str] = field(default_factory=list)
     recalled: list[str] = field(default_factory=list)
+    grounded_items: int = 0
+    withheld_items: int = 0
 
     @property
     def passed(self) -> bool:
@@ -102,8 +106,10 @@ class Validator:
     """Checks a model answer against the session it summarises.
 
     `strict=True` (the default) adds to the seed's checks: cut-off detection, at most
-    `max_sources` citations per item, relevance of citations, possibly-answered open
-    questions, missing agent commitments, a loop detector, and no sensitive values.
+    `max_sources` citations per item, relevance of citations (values and deadlines),
+    possibly-answered open questions, missing agent commitments, a loop detector, and no
+    sensitive values. `ground=True` first points value-bearing items at the events that
+    hold their values (`agents.summary.grounding`); the checks then run on the result.
     """
 
     def __init__(
@@ -112,10 +118,12 @@ class Validator:
         strict: bool = True,
         extractor: EntityExtractor | None = None,
         max_sources: int = MAX_SOURCES,
+        ground: bool = False,
     ) -> None:
         self.strict = strict
         self.extractor = extractor or EntityExtractor()
         self.max_sources = max_sources
+        self.ground = ground
 
     def validate(
         self,
@@ -227,6 +235,17 @@ class Validator:
         by_id = {event.id: event for event in events}
         content = {event.id: event_content(event) for event in events}
         entities = self.extractor.extract(events) if entities is None else entities
+        if self.ground:
+            grounded = ground_citations(
+                record,
+                events,
+                extractor=self.extractor,
+                entities=entities,
+                max_sources=self.max_sources,
+            )
+            record = result.record = grounded.record
+            result.grounded_items = grounded.corrected_items
+            result.withheld_items = grounded.withheld_items
         secrets = [e for e in entities if e.sensitive]
         for section, index, item in record.items():
             name = f"{_SINGULAR[section]} {index}"
@@ -253,23 +272,21 @@ class Validator:
         result: ValidationResult,
     ) -> None:
         texts = [content[s] for s in cited]
-        values = [
-            Entity(type=type_, value=value, event_ids=())
-            for type_, value, _, _ in self.extractor.from_text(item.text)
-        ]
-        # Values only a tool key identifies (a bare account number) count once they are known.
-        seen = {v.value.casefold() for v in values}
-        for entity in entities:
-            if entity.value.casefold() not in seen and not entity.sensitive:
-                if len(entity.value) >= 3 and mentions(item.text, entity):
-                    values.append(entity)
-                    seen.add(entity.value.casefold())
+        values = item_values(item, self.extractor, entities)
         which = ", ".join(cited)
         verb = "which does" if len(cited) == 1 else "which do"
         for value in values:
             if not any(mentions(text, value) for text in texts):
                 result.relevance_failures += 1
                 result.problems.append(f"{name} cites {which}, {verb} not mention {value.value}")
+        stated = {phrase for text in texts for phrase in deadlines(text)}
+        for phrase in deadlines(item.text):
+            if phrase not in stated:
+                result.relevance_failures += 1
+                result.problems.append(
+                    f"{name} says {phrase!r}, but {which} {verb.split()[1]} not say it; "
+                    "state only deadlines the agent stated"
+                )
         if not values:
             # Without identifiers, judge by content words; a source too short to have any
             # ("Yes, until six.") cannot be judged and is given the benefit of the doubt.

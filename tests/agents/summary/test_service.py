@@ -31,7 +31,11 @@ async def test_summary_worked_example_retries_dropped_entity(refund_session: Ses
 
     assert isinstance(result, Summary)
     assert result.problems_first_attempt == ["dropped entity B-2040"]
-    assert "dropped entity B-2040" in model.requests[1].contents[-1].text
+    # The retry names the problem and where the dropped value is.
+    assert (
+        '- dropped entity B-2040: add an item citing e8 (user: "Is my other order B-2040 '
+        'affected too?") that states it' in model.requests[1].contents[-1].text
+    )
     assert "dropped entity" not in model.requests[0].contents[-1].text
     record = result.record
     assert record.open_questions[0].sources == ["e8"]
@@ -65,7 +69,8 @@ async def test_summary_request_is_fenced_data_for_a_toolless_agent(
     assert "[e2] billing_agent CALLS lookup_order" in transcript
     # After the fence, the system's own checklist: values to keep and promises to record.
     assert hints.strip().startswith("Checklist computed from the transcript by the system")
-    assert "- B-2040 (in e8)" in hints and "- $12.50" in hints
+    assert '$12.50 for the shipping fee on A-1001." (keep A-1001, $12.50)' in hints
+    assert hints.rstrip().endswith('affected too?"): B-2040')
     assert 'e7: "It will arrive within five working days."' in hints
     schema = request.response_schema or {}
     assert schema["$defs"]["ItemSchema"]["properties"]["sources"]["maxItems"] == 3

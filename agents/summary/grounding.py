@@ -1,0 +1,126 @@
+"""Citation grounding: point an item's sources at the events that hold its values.
+
+Small models copy identifiers correctly but often cite the neighbouring turn: the agent's
+question "What is your name?" instead of the user's answer "Jane Doe". When an item's
+text carries identifiers, amounts, dates or names, the events that support it can be
+found exactly, by the same `mentions` test the validator applies. Grounding rewrites
+such an item's sources to the cited events that do mention its values, plus, for each
+value none of them mentions, the event that mentions the most of the item's values
+(earliest first), within the limit of `max_sources` citations.
+
+Grounding never invents support: an item keeps its model citations, and fails
+validation as before, when it cites an id that does not exist, when any of its values
+appears in no event, when covering them
+would need more than `max_sources` events, or when it carries no values at all (its
+support is judged by content words, which cannot be located exactly). Every rewrite
+is counted, so an evaluation can say how many citations the system corrected.
+
+Items that only restate a masked secret ("the PIN is ••••", no other value) are dropped
+and counted: the transcript the model reads has secrets masked, so they say nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.events import Event
+from agents.summary.coverage import event_content
+from agents.summary.entities import Entity, EntityExtractor, mentions
+from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
+
+
+MASK = "\u2022"  # how `Entity.masked` shows a secret: one bullet per character
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """The record with grounded citations, how many items were rewritten, and how many
+    were dropped because they only said that a secret was given."""
+
+    record: HandoffRecord
+    corrected_items: int
+    withheld_items: int = 0
+
+
+def item_values(item: Item, extractor: EntityExtractor, entities: list[Entity]) -> list[Entity]:
+    """The values in an item's text that a source must mention (the validator's rule)."""
+    values = [
+        Entity(type=type_, value=value, event_ids=())
+        for type_, value, _, _ in extractor.from_text(item.text)
+    ]
+    seen = {v.value.casefold() for v in values}
+    for entity in entities:
+        if entity.value.casefold() in seen or entity.sensitive or len(entity.value) < 3:
+            continue
+        if mentions(item.text, entity):
+            values.append(entity)
+            seen.add(entity.value.casefold())
+    return values
+
+
+def ground_item(
+    item: Item,
+    values: list[Entity],
+    content: dict[str, str],
+    order: dict[str, int],
+    *,
+    max_sources: int = MAX_SOURCES,
+) -> Item | None:
+    """`item` with sources that mention every value, or None when it cannot be grounded
+    (or needs no change)."""
+    if not values or any(s not in content for s in item.sources):
+        return None  # an invented id is the validator's to report, never silently dropped
+    cited = list(item.sources)
+    missing = [v for v in values if not any(mentions(content[s], v) for s in cited)]
+    if not missing:
+        return None
+    where = {v.value: [i for i, text in content.items() if mentions(text, v)] for v in values}
+    if any(not events for events in where.values()):
+        return None  # a value no event holds: unsupported, leave it to the validator
+    sources = [s for s in cited if any(mentions(content[s], v) for v in values)]
+    for value in missing:
+        if any(s in where[value.value] for s in sources):
+            continue
+        best = min(
+            where[value.value],
+            key=lambda i: (-sum(i in where[v.value] for v in values), order[i]),
+        )
+        sources.append(best)
+    if not sources or len(sources) > max_sources or sources == item.sources:
+        return None
+    return item.model_copy(update={"sources": sources})
+
+
+def ground_citations(
+    record: HandoffRecord,
+    events: list[Event],
+    *,
+    extractor: EntityExtractor | None = None,
+    entities: list[Entity] | None = None,
+    max_sources: int = MAX_SOURCES,
+) -> Grounded:
+    """Ground every item of `record` whose values can be located in `events`."""
+    extractor = extractor or EntityExtractor()
+    entities = extractor.extract(events) if entities is None else entities
+    content = {event.id: event_content(event) for event in events}
+    order = {event.id: index for index, event in enumerate(events)}
+    updates: dict[str, list[Item]] = {}
+    corrected = 0
+    withheld = 0
+    for section, _, _ in record.items():
+        if section in updates:
+            continue
+        items = []
+        for item in getattr(record, section):
+            values = item_values(item, extractor, entities)
+            if MASK * 2 in item.text and not values:
+                # "The user's PIN is ••••": secrets are masked before the model reads the
+                # transcript, so such an item carries nothing a reader can use.
+                withheld += 1
+                continue
+            grounded = ground_item(item, values, content, order, max_sources=max_sources)
+            if grounded is not None:
+                corrected += 1
+            items.append(grounded or item)
+        updates[section] = items
+    return Grounded(record.model_copy(update=updates), corrected, withheld)

@@ -1,0 +1,146 @@
+"""Citation grounding, and the checklist plan the summariser is given."""
+
+from __future__ import annotations
+
+import json
+
+from agents.summary.checklist import checklist, group_values
+from agents.summary.dataset import numbered
+from agents.summary.entities import EntityExtractor
+from agents.summary.grounding import ground_citations
+from agents.summary.record import HandoffRecord
+from agents.summary.transcript import render_transcript
+from agents.summary.validator import Validator
+from tests.agents.summary.conftest import agent, item, refund_events, refund_record, user
+
+EVENTS = numbered(refund_events())
+PASSING = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
+
+
+def validate(record: dict[str, object], *, ground: bool) -> tuple[list[str], int]:
+    result = Validator(ground=ground).validate(json.dumps(record), EVENTS)
+    return result.problems, result.grounded_items
+
+
+def test_neighbouring_turn_is_regrounded_to_the_event_holding_the_value() -> None:
+    # The model cites the agent's reply (e7) for the user's question about B-2040 (e8).
+    record = refund_record(open_questions=[item("Is order B-2040 affected too?", "e7")])
+    problems, _ = validate(record, ground=False)
+    assert problems == ["open question 1 cites e7, which does not mention B-2040"]
+
+    problems, grounded = validate(record, ground=True)
+    assert problems == [] and grounded == 1
+    fixed = Validator(ground=True).validate(json.dumps(record), EVENTS).record
+    assert fixed is not None and fixed.open_questions[0].sources == ["e8"]
+
+
+def test_grounding_keeps_supporting_citations_and_adds_the_missing_one() -> None:
+    record = HandoffRecord.model_validate(
+        refund_record(facts=[item("A-1001 shipping fee of $12.50 refunded", "e2", "e8")])
+    )
+    grounded = ground_citations(record, EVENTS)
+    # e2 holds A-1001 and stays; e8 holds neither value and goes; for $12.50 the event
+    # holding the most of the item's values wins: the refund call e5 (A-1001 and 12.50).
+    assert grounded.record.facts[0].sources == ["e2", "e5"]
+    assert grounded.corrected_items == 1
+
+
+def test_grounding_never_hides_an_invented_id_or_an_unsupported_value() -> None:
+    invented = refund_record(
+        facts=[item("Order A-1001 shipped on 2024-09-28", "e1", "e99")],
+        open_questions=PASSING["open_questions"],
+    )
+    problems, grounded = validate(invented, ground=True)
+    assert problems == [
+        "fact 1 cites e99, which is not in the transcript",
+        "fact 1 cites e1, which does not mention 2024-09-28",
+    ]
+    assert grounded == 0
+
+    nowhere = refund_record(
+        facts=[item("A refund of $99.00 was issued for A-1001", "e2")],
+        open_questions=PASSING["open_questions"],
+    )
+    problems, grounded = validate(nowhere, ground=True)
+    assert problems == ["fact 1 cites e2, which does not mention $99.00"] and grounded == 0
+
+
+def test_items_without_values_are_left_to_the_content_word_check() -> None:
+    record = refund_record(
+        decisions=[item("Apologise for the delay", "e8")],
+        open_questions=PASSING["open_questions"],
+    )
+    _, grounded = validate(record, ground=True)
+    assert grounded == 0
+
+
+def test_deadline_the_agent_never_stated_is_named() -> None:
+    events = numbered(
+        [
+            user("Where is my refund for A-1001?"),
+            agent("I've issued the refund for A-1001."),
+        ]
+    )
+    record = {
+        "goal": "Refund for A-1001",
+        "facts": [],
+        "decisions": [],
+        "commitments": [item("Refund for A-1001 issued, within five working days", "e2")],
+        "open_questions": [],
+    }
+    problems = Validator().validate(json.dumps(record), events).problems
+    assert problems == [
+        "commitment 1 says 'within five working days', but e2 does not say it; "
+        "state only deadlines the agent stated"
+    ]
+
+
+def test_checklist_groups_values_by_the_fewest_events_and_attaches_promise_values() -> None:
+    entities = EntityExtractor().extract(EVENTS)
+    values = [e for e in entities if e.high_value]
+    groups = group_values(EVENTS, values)
+    # e2 (the lookup call) holds A-1001 and the date is only in its result (e3).
+    covered = {v for g in groups for v in g.values}
+    assert covered == {e.value for e in values}
+    assert all(len(g.values) >= 1 for g in groups) and len(groups) < len(values)
+
+    text = checklist(EVENTS, entities)
+    assert '- e7: "I\'ve issued a refund of $12.50 for the shipping fee on A-1001."' in text
+    assert "(keep $12.50, A-1001)" in text or "(keep A-1001, $12.50)" in text
+    assert '- e8 (user: "Is my other order B-2040 affected too?"): B-2040' in text
+
+
+def test_secrets_are_masked_before_the_model_sees_them() -> None:
+    events = numbered([user("My account is 84318931431 and my PIN is 5380."), agent("Thanks.")])
+    entities = EntityExtractor().extract(events)
+    assert any(e.sensitive and e.value == "5380" for e in entities)
+    text = render_transcript(events, mask=entities).text
+    assert "5380" not in text and "84318931431" in text
+
+
+def test_bare_ordinal_is_not_demanded() -> None:
+    events = numbered([user("Take me to 5th and Main instead."), agent("Done, booking 128.")])
+    record = {
+        "goal": "Change the destination",
+        "facts": [item("Destination changed; booking 128", "e2")],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    assert Validator().validate(json.dumps(record), events).problems == []
+
+
+def test_item_restating_a_masked_secret_is_dropped_and_counted() -> None:
+    events = numbered([agent("Your PIN please."), user("5380"), agent("Thanks, verified.")])
+    record = {
+        "goal": "Verify the caller",
+        "facts": [item("The user's PIN is ••••.", "e1"), item("The caller was verified", "e3")],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    result = Validator(ground=True).validate(json.dumps(record), events)
+    assert result.problems == [] and result.withheld_items == 1
+    assert result.record is not None and [i.text for i in result.record.facts] == [
+        "The caller was verified"
+    ]
