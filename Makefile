@@ -33,7 +33,7 @@ run: $(STAMP) $(if $(HOSTED_MODEL),,$(LOCAL_STAMP))
 # server, stopping each routing case at its transfer, see bench/eval_local.py.
 EVAL_DATA ?= ../shared/data/transcripts.jsonl
 eval-local: $(LOCAL_STAMP)
-	MODEL=local $(BIN)/support-bot eval summaries --data $(EVAL_DATA) --limit 20
+	MODEL=local $(BIN)/support-bot eval summaries --data $(EVAL_DATA) --limit 40
 	MODEL=local $(BIN)/support-bot eval routing --data $(EVAL_DATA) --limit 50
 
 test: $(STAMP)

@@ -34,6 +34,11 @@ class Settings(BaseSettings):
         description="litellm model string; unset (or `local`) runs the embedded local model.",
     )
     summary_model: str | None = None
+    summary_complete_coverage: bool | None = Field(
+        default=None,
+        description="After each summary draft, one small call per checklist line it missed "
+        "(unset: on for the embedded model only).",
+    )
     summary_ground_citations: bool = Field(
         default=True,
         description="Point summary items that carry identifiers at the events holding them.",

@@ -179,7 +179,16 @@ def build_summarizer(settings: Settings, db: Any = None, models: Models | None =
         validator=summary_validator(settings),
         sink=db.summary_runs if db is not None else None,
         repetition_penalty=summary_repetition_penalty(settings),
+        complete_coverage=summary_complete_coverage(settings),
     )
+
+
+def summary_complete_coverage(settings: Settings) -> bool:
+    """SUMMARY_COMPLETE_COVERAGE, else on for the embedded model: a small model drops
+    checklist lines that one short call per line recovers."""
+    if settings.summary_complete_coverage is not None:
+        return settings.summary_complete_coverage
+    return uses_local_model(settings) and not settings.summary_model
 
 
 def summary_validator(settings: Settings) -> Any:

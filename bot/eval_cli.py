@@ -28,7 +28,12 @@ async def eval_summaries(
     from agents.summary.eval import evaluate, outcome_line, select_every_nth
     from agents.summary.service import SummaryService
     from agents.summary.validator import Validator
-    from bot.engine import open_models, summary_repetition_penalty, summary_validator
+    from bot.engine import (
+        open_models,
+        summary_complete_coverage,
+        summary_repetition_penalty,
+        summary_validator,
+    )
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
@@ -44,6 +49,7 @@ async def eval_summaries(
                 model_factory=models.factory,
                 validator=validator,
                 repetition_penalty=summary_repetition_penalty(settings),
+                complete_coverage=summary_complete_coverage(settings),
                 shadow_validator=Validator(strict=False) if label == "strict" else None,
             )
             report = await evaluate(

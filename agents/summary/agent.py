@@ -54,7 +54,7 @@ Facts: write one fact per line below, citing that line's event, saying what the 
 - e5 (user: "Can I also get the $6.99 delivery fee back?"): $6.99
 
 Answer:
-{"goal": "Resolve damaged order Q-5512", "facts": [{"text": "Order Q-5512 cost $48.00 and was delivered on 2024-03-02", "sources": ["e3"]}], "decisions": [], "commitments": [{"text": "A replacement for Q-5512 was issued and ships within two days", "sources": ["e4"]}], "open_questions": [{"text": "The user asks for the $6.99 delivery fee back", "sources": ["e5"]}]}"""
+{"goal": "Resolve damaged order Q-5512", "facts": [{"text": "Order Q-5512 cost $48.00 and was delivered on 2024-03-02", "sources": ["e3"]}], "decisions": [], "commitments": [{"text": "A replacement for Q-5512 was issued and ships within two days", "sources": ["e4"]}], "open_questions": [{"text": "The user asks for the $6.99 delivery fee back", "sources": ["e5"]}]}"""  # noqa: E501
 
 INSTRUCTION += EXAMPLE
 

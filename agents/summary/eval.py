@@ -60,6 +60,7 @@ class Outcome:
     citations: int
     valid_citations: int
     relevance_failures: int
+    completed_items: int
     grounded_items: int
     withheld_items: int
     cut_off: int
@@ -84,7 +85,8 @@ def outcome_line(outcome: Outcome) -> str:
     return (
         f"{outcome.conversation_id}: {verdict} attempts={outcome.attempts}"
         f" recall={outcome.recalled_high_value}/{outcome.expected_high_value}"
-        f" relevance_failures={outcome.relevance_failures} grounded={outcome.grounded_items}"
+        f" relevance_failures={outcome.relevance_failures} completed={outcome.completed_items}"
+        f" grounded={outcome.grounded_items}"
         f" {outcome.latency_s:.1f}s{seed}"
     )
 
@@ -170,6 +172,8 @@ class EvalReport:
             f"  citation validity (cited ids that exist): {self.citation_validity:.3f}",
             f"  mean sources per item: {self.mean_sources_per_item:.2f}",
             f"  relevance failures caught: {sum(o.relevance_failures for o in self.outcomes)}",
+            "  items written by the completion pass: "
+            f"{sum(o.completed_items for o in self.outcomes)}",
             "  items whose citations the system grounded: "
             f"{sum(o.grounded_items for o in self.outcomes)};"
             " items dropped for restating a masked secret: "
@@ -178,7 +182,23 @@ class EvalReport:
             f" looping answers: {sum(o.looped for o in self.outcomes)}",
             f"  seconds per summary (median): {self.seconds_per_summary:.2f}",
             f"  cost per summary: ${self.cost_per_summary:.6f}",
+            *self.source_lines(),
             *self.shadow_lines(),
+        ]
+
+    def source_lines(self) -> list[str]:
+        """First-attempt pass, pass and median seconds per source (the id's prefix)."""
+        by_source: dict[str, list[Outcome]] = {}
+        for o in self.outcomes:
+            by_source.setdefault(o.conversation_id.split("-", 1)[0], []).append(o)
+        if len(by_source) < 2:
+            return []
+        return [
+            f"  {source}: {len(group)} summaries, first-attempt pass"
+            f" {self._rate(o.passed_first for o in group):.1%},"
+            f" pass {self._rate(o.passed for o in group):.1%},"
+            f" median {statistics.median(o.latency_s for o in group):.1f} s"
+            for source, group in sorted(by_source.items())
         ]
 
     def shadow_lines(self) -> list[str]:
@@ -227,6 +247,7 @@ def score(conversation: Conversation, result: SummaryResult) -> Outcome:
         citations=sum(a.citations for a in log),
         valid_citations=sum(a.valid_citations for a in log),
         relevance_failures=sum(a.relevance_failures for a in log),
+        completed_items=sum(a.completed_items for a in log),
         grounded_items=sum(a.grounded_items for a in log),
         withheld_items=sum(a.withheld_items for a in log),
         cut_off=sum(a.cut_off for a in log),

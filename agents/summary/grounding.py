@@ -28,7 +28,6 @@ from agents.summary.coverage import event_content
 from agents.summary.entities import Entity, EntityExtractor, mentions
 from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
 
-
 MASK = "\u2022"  # how `Entity.masked` shows a secret: one bullet per character
 
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.events import Event, Usage
-from agents.models.base import Model
+from agents.models.base import GenerateConfig, Model
 from agents.runner import Runner
 from agents.session import Session
 from agents.session_service import InMemorySessionService, SessionService
 from agents.summary.agent import SUMMARIZER_NAME, build_summary_agent
 from agents.summary.checklist import checklist, locations
+from agents.summary.completion import complete_record
 from agents.summary.entities import EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
@@ -34,7 +35,13 @@ from agents.summary.metrics import (
 )
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import ValidationResult, Validator, label_user_claims
+from agents.summary.validator import (
+    ValidationResult,
+    Validator,
+    label_user_claims,
+    parse_record,
+    record_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +63,7 @@ class Attempt:
     items: int = 0
     citations: int = 0
     valid_citations: int = 0
+    completed_items: int = 0
     grounded_items: int = 0
     withheld_items: int = 0
     # What a second validator (the seed's, in evaluations) said of the same answer.
@@ -127,6 +135,7 @@ class SummaryService:
         repetition_penalty: float | None = None,
         max_output_tokens: int = 2048,
         shadow_validator: Validator | None = None,
+        complete_coverage: bool = False,
     ) -> None:
         self.model = model
         self.extractor = extractor or EntityExtractor()
@@ -138,6 +147,8 @@ class SummaryService:
         self.max_output_tokens = max_output_tokens
         # Scores each first answer too, without deciding anything: for side-by-side runs.
         self.shadow_validator = shadow_validator
+        # One small call per checklist line the draft missed (for small local models).
+        self.complete_coverage = complete_coverage
         # Temporary summariser sessions live here only while their summary runs.
         self.session_service = InMemorySessionService()
 
@@ -281,18 +292,23 @@ class SummaryService:
             failed = ValidationResult(record=None, malformed=True)
             failed.problems.append(f"model call failed ({code}): {detail[:200]}")
             return failed, usage, (tuple(failed.problems) if shadow else None)
+        text, completed = final.text, 0
+        if self.complete_coverage:
+            text, completed, extra = await self._complete(text, events, rendered, entities)
+            usage = usage + extra
         checked = self.validator.validate(
-            final.text,
+            text,
             events,
             rendered=rendered,
             entities=entities,
             finish_reason=final.finish_reason,
         )
+        checked.completed_items = completed
         shadow_problems = None
         if shadow and self.shadow_validator is not None:
             shadow_problems = tuple(
                 self.shadow_validator.validate(
-                    final.text,
+                    text,
                     events,
                     rendered=rendered,
                     entities=entities,
@@ -300,6 +316,30 @@ class SummaryService:
                 ).problems
             )
         return checked, usage, shadow_problems
+
+    async def _complete(
+        self,
+        text: str,
+        events: list[Event],
+        rendered: RenderedTranscript,
+        entities: list[Any],
+    ) -> tuple[str, int, Usage]:
+        """The draft with its checklist gaps filled (`agents.summary.completion`); a draft
+        that does not parse is returned as it is, for the validator to name."""
+        record = parse_record(text)
+        model = self._resolved_model()
+        if record is None or model is None:
+            return text, 0, Usage()
+        config = GenerateConfig(temperature=0.0, repetition_penalty=self.repetition_penalty)
+        done = await complete_record(model, record, events, rendered, entities, config=config)
+        if not done.added:
+            return text, 0, done.usage
+        return record_json(done.record), done.added, done.usage
+
+    def _resolved_model(self) -> Model | None:
+        if not isinstance(self.model, str):
+            return self.model
+        return self.model_factory(self.model) if self.model_factory is not None else None
 
     async def _finish_empty(self, session_id: str, problem: str) -> NoSummary:
         run = SummaryRun(
@@ -371,6 +411,7 @@ def _attempt_log(
         items=len(items),
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
+        completed_items=checked.completed_items,
         grounded_items=checked.grounded_items,
         withheld_items=checked.withheld_items,
         shadow_problems=shadow,

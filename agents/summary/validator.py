@@ -54,6 +54,7 @@ class ValidationResult:
     recalled: list[str] = field(default_factory=list)
     grounded_items: int = 0
     withheld_items: int = 0
+    completed_items: int = 0  # set by the service: items its completion pass added
 
     @property
     def passed(self) -> bool:
@@ -86,6 +87,26 @@ def looks_cut_off(text: str) -> bool:
         elif char in "}]":
             depth -= 1
     return started and (depth > 0 or in_string)
+
+
+def parse_record(text: str) -> HandoffRecord | None:
+    """The record in a model answer (a ```json fence allowed), or None."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        return HandoffRecord.model_validate(json.loads(body))
+    except (json.JSONDecodeError, ValidationError):
+        return None
+
+
+def record_json(record: HandoffRecord) -> str:
+    """A record as the model's answer format (no system labels)."""
+    return json.dumps(
+        record.model_dump(mode="json", exclude={s: {"__all__": {"user_claim"}} for s in _SINGULAR}),
+        ensure_ascii=False,
+    )
 
 
 def label_user_claims(record: HandoffRecord, events: list[Event]) -> HandoffRecord:
