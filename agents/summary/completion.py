@@ -31,7 +31,7 @@ from agents.summary.transcript import RenderedTranscript
 
 logger = logging.getLogger(__name__)
 
-MAX_GAPS = 8
+MAX_GAPS = 16
 VALUES_PER_ITEM = 2  # more, and the small model pairs values with the wrong things
 ITEM_CHARS = 60  # per value, and once more for the sentence around them
 MAX_LINE_CHARS = 1500

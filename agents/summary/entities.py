@@ -63,7 +63,8 @@ DEFAULT_PATTERNS: tuple[EntityPattern, ...] = (
     pattern("date", rf"\b\d{{1,2}}(?:st|nd|rd|th) of (?:{_MONTHS})\b"),
     # A bare ordinal is too ambiguous to demand ("5th and Main", "the 3rd floor").
     pattern("date", r"\b\d{1,2}(?:st|nd|rd|th)\b", high_value=False),
-    pattern("date", rf"\b(?:{_WEEKDAYS})\b", high_value=False),
+    # "Tuesday" is the day of a booking or a meeting: demanded like any other date.
+    pattern("date", rf"\b(?:{_WEEKDAYS})\b"),
     pattern("time", r"(?i)(?<![:\d])\b\d{1,2}\s?[ap]\.?m\b", high_value=False),
     pattern("phone", r"\(\d{3}\)\s?\d{3}-\d{4}"),
     pattern("pin", r"(?i:\bpin\W{0,3}(?:is\s+)?)(\d{4,6})\b", sensitive=True, group=1),
