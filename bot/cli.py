@@ -191,6 +191,11 @@ def _eval_args(parser: argparse.ArgumentParser) -> None:
                 action="store_true",
                 help="also report under the seed's (less strict) validator",
             )
+            child.add_argument(
+                "--show-problems",
+                action="store_true",
+                help="print each conversation's first-attempt problems under its line",
+            )
         else:
             child.add_argument(
                 "--routes",
@@ -206,7 +211,13 @@ def run_eval(args: argparse.Namespace) -> int:
     settings = _settings()
     common = {"data": args.data, "model": args.model, "limit": args.limit}
     if args.evaluation == "summaries":
-        work = eval_summaries(settings, sys.stdout, seed_validator=args.seed_validator, **common)
+        work = eval_summaries(
+            settings,
+            sys.stdout,
+            seed_validator=args.seed_validator,
+            show_problems=args.show_problems,
+            **common,
+        )
     else:
         from bot.eval_routing import RouteMap
 

@@ -21,9 +21,11 @@ async def eval_summaries(
     model: str | None = None,
     limit: int | None = None,
     seed_validator: bool = False,
+    show_problems: bool = False,
 ) -> int:
     """Summarise `limit` conversations (every nth) and print `EvalReport.lines()`; with
-    `seed_validator`, the same conversations again under the seed's validator."""
+    `seed_validator`, the same conversations again under the seed's validator; with
+    `show_problems`, each conversation's first-attempt problems under its line."""
     from agents.summary.dataset import load_conversations
     from agents.summary.eval import evaluate, outcome_line, select_every_nth
     from agents.summary.service import SummaryService
@@ -57,7 +59,9 @@ async def eval_summaries(
                 service,
                 label=label,
                 progress=ProgressBar(f"summaries ({label})"),
-                on_outcome=lambda outcome: print(outcome_line(outcome), file=out, flush=True),
+                on_outcome=lambda outcome: print(
+                    outcome_line(outcome, problems=show_problems), file=out, flush=True
+                ),
             )
             out.write("\n".join(report.lines()) + "\n")
     return 0

@@ -72,8 +72,9 @@ class Outcome:
     shadow_passed_first: bool | None = None
 
 
-def outcome_line(outcome: Outcome) -> str:
-    """One conversation's result as a line, for watching a long run."""
+def outcome_line(outcome: Outcome, *, problems: bool = False) -> str:
+    """One conversation's result as a line, for watching a long run; with `problems`,
+    its first attempt's problems follow, indented (at most 12)."""
     verdict = (
         "pass-first" if outcome.passed_first else "pass-retry" if outcome.passed else "fallback"
     )
@@ -88,7 +89,7 @@ def outcome_line(outcome: Outcome) -> str:
         f" relevance_failures={outcome.relevance_failures} completed={outcome.completed_items}"
         f" grounded={outcome.grounded_items}"
         f" {outcome.latency_s:.1f}s{seed}"
-    )
+    ) + "".join(f"\n    {p}" for p in (outcome.problems[:12] if problems else ()))
 
 
 @dataclass

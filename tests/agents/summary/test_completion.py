@@ -71,7 +71,7 @@ async def test_missing_promise_is_quoted_as_a_commitment_without_a_model_call(
     assert isinstance(result, Summary) and result.attempts == 1
     assert [(c.text, c.sources) for c in result.record.commitments] == [
         (
-            'The agent said: "I\'ve issued a refund of $12.50 for the shipping fee on A-1001. '
+            "The agent said: \"I've issued a refund of $12.50 for the shipping fee on A-1001. "
             'It will arrive within five working days."',
             ["e7"],
         )

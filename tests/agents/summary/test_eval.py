@@ -8,7 +8,7 @@ from pathlib import Path
 from agents.models.scripted import ScriptedModel, json_text
 from agents.session_service import InMemorySessionService
 from agents.summary.dataset import conversation_from_row, load_conversations
-from agents.summary.eval import conversation_session, evaluate, select_every_nth
+from agents.summary.eval import conversation_session, evaluate, outcome_line, select_every_nth
 from agents.summary.service import SummaryService
 from agents.summary.validator import Validator
 
@@ -146,3 +146,21 @@ async def test_eval_shadow_seed_validator_scores_the_same_first_answers() -> Non
 async def test_eval_session_ids_follow_append_order() -> None:
     session = await conversation_session(conversation_from_row(ROWS[0]), InMemorySessionService())
     assert [e.id for e in session.events] == ["e1", "e2", "e3", "e4"]
+
+
+async def test_eval_line_can_show_first_attempt_problems() -> None:
+    dropped = {
+        "goal": "Cancel a reservation",
+        "facts": [{"text": "The reservation is cancelled", "sources": ["e4"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    model = ScriptedModel([json_text(dropped), json_text(dropped)])
+    report = await evaluate([conversation_from_row(ROWS[0])], SummaryService(model))
+
+    outcome = report.outcomes[0]
+    assert outcome_line(outcome).count("\n") == 0
+    shown = outcome_line(outcome, problems=True).splitlines()
+    assert shown[0].startswith(f"{outcome.conversation_id}: fallback attempts=2")
+    assert "    dropped entity JG7FMM" in shown[1:]
