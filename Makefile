@@ -29,7 +29,7 @@ $(LOCAL_STAMP): pyproject.toml | $(STAMP)
 run: $(STAMP) $(if $(HOSTED_MODEL),,$(LOCAL_STAMP))
 	$(BIN)/support-bot
 
-# Opt-in evaluation on the embedded model (tens of minutes on 2 cores each). For both in one
+# Opt-in evaluation on the embedded model (summaries ~35 min, routing ~15 min on 2 cores). For both in one
 # server, stopping each routing case at its transfer, see bench/eval_local.py.
 EVAL_DATA ?= ../shared/data/transcripts.jsonl
 eval-local: $(LOCAL_STAMP)
