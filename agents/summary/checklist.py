@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from agents.events import Event
 from agents.summary.coverage import Promise, event_content, find_promises, sentences
-from agents.summary.entities import Entity, mentions
+from agents.summary.entities import Entity, as_entity, mentions
 
 MAX_LISTED = 40
 MAX_PROMISES = 12
@@ -136,9 +136,7 @@ def excerpt(event: Event, values: tuple[str, ...], *, limit: int = 160) -> str:
     if event.function_responses:
         return f"{event.author}: result of {event.function_responses[0].name}"
     found = [
-        s.strip()
-        for s in sentences(event.text)
-        if any(mentions(s, Entity(type="", value=v, event_ids=())) for v in values)
+        s.strip() for s in sentences(event.text) if any(mentions(s, as_entity(v)) for v in values)
     ]
     quote = " ".join(found) or event.text.strip()
     if len(quote) > limit:

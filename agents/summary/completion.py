@@ -25,7 +25,7 @@ from agents.events import Event, Part, Usage
 from agents.models.base import Content, GenerateConfig, LlmRequest, Model, ModelError
 from agents.summary.checklist import demanded_values, excerpt, group_values
 from agents.summary.coverage import find_promises, promise_covered
-from agents.summary.entities import Entity, mentions
+from agents.summary.entities import Entity, as_entity, mentions
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
 
@@ -165,10 +165,7 @@ async def complete_record(
         # Kept if it carries any of its values (they are all in the cited event); values
         # it still leaves out are named by the validator as dropped.
         if written is None or (
-            gap.values
-            and not any(
-                mentions(written, Entity(type="", value=v, event_ids=())) for v in gap.values
-            )
+            gap.values and not any(mentions(written, as_entity(v)) for v in gap.values)
         ):
             continue
         added.setdefault(gap.section, []).append(Item(text=written, sources=[gap.event_id]))

@@ -57,3 +57,15 @@ def test_entities_tool_results_count_only_through_result_keys() -> None:
     assert "mia_li_3668" in found and "mia@example.com" not in found
     events = numbered([agent("Your email is mia@example.com"), *events])
     assert "mia@example.com" in _values(EntityExtractor().extract(events))
+
+
+def test_calendar_dates_match_across_formats() -> None:
+    from agents.summary.entities import Entity, mentions
+
+    iso = Entity(type="date", value="2024-05-24", event_ids=())
+    assert mentions("flights on May 24, 2024 were downgraded", iso)
+    assert mentions("the 24th of May", iso) and mentions("on May 24", iso)
+    assert not mentions("on May 25, 2024", iso)
+    assert not mentions("on May 24, 2023", iso)
+    written = Entity(type="date", value="May 24, 2024", event_ids=())
+    assert mentions('{"date":"2024-05-24"}', written)

@@ -144,3 +144,26 @@ def test_item_restating_a_masked_secret_is_dropped_and_counted() -> None:
     assert result.record is not None and [i.text for i in result.record.facts] == [
         "The caller was verified"
     ]
+
+
+def test_a_date_written_with_its_month_name_is_the_same_date() -> None:
+    events = numbered(
+        [
+            user("Please move reservation JG7FMM to 2024-05-24."),
+            agent("Done: JG7FMM now flies on 2024-05-24."),
+        ]
+    )
+    record = {
+        "goal": "Move JG7FMM",
+        "facts": [item("JG7FMM was moved to May 24, 2024", "e2")],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    assert Validator().validate(json.dumps(record), events).problems == []
+    record["facts"] = [item("JG7FMM was moved to May 25, 2024", "e2")]
+    problems = Validator().validate(json.dumps(record), events).problems
+    assert problems == [
+        "fact 1 cites e2, which does not mention May 25, 2024",
+        "dropped entity 2024-05-24",
+    ]
