@@ -25,7 +25,7 @@ from agents.events import Event, Part, Usage
 from agents.models.base import Content, GenerateConfig, LlmRequest, Model, ModelError
 from agents.summary.checklist import demanded_values, excerpt, group_values
 from agents.summary.coverage import find_promises, promise_covered
-from agents.summary.entities import Entity, as_entity, mentions
+from agents.summary.entities import Entity, as_entity, mask_text, mentions
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
 
@@ -148,7 +148,8 @@ async def complete_record(
         if gap.promise is not None:
             # A promise is recorded in the agent's own words: a small model restating
             # "your payment was $2787, you will receive $2580" swaps the amounts.
-            item = Item(text=f'The agent said: "{gap.promise}"', sources=[gap.event_id])
+            said = mask_text(gap.promise, entities)  # never quote a PIN back
+            item = Item(text=f'The agent said: "{said}"', sources=[gap.event_id])
             added.setdefault(gap.section, []).append(item)
             continue
         line = rendered.lines_by_event.get(gap.event_id) or excerpt(by_id[gap.event_id], gap.values)

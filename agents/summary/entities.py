@@ -67,7 +67,7 @@ DEFAULT_PATTERNS: tuple[EntityPattern, ...] = (
     pattern("date", rf"\b(?:{_WEEKDAYS})\b"),
     pattern("time", r"(?i)(?<![:\d])\b\d{1,2}\s?[ap]\.?m\b", high_value=False),
     pattern("phone", r"\(\d{3}\)\s?\d{3}-\d{4}"),
-    pattern("pin", r"(?i:\bpin\W{0,3}(?:is\s+)?)(\d{4,6})\b", sensitive=True, group=1),
+    pattern("pin", r"(?i:\bpin\W{0,3}(?:(?:is|to|was)\s+)?)(\d{4,6})\b", sensitive=True, group=1),
 )
 
 # Tool argument/result keys (lowercased, "_" removed) -> (entity type, high value, sensitive).

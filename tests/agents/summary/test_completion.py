@@ -6,8 +6,9 @@ import json
 
 from agents.models.scripted import ScriptedModel, json_text
 from agents.session import Session
+from agents.session_service import InMemorySessionService
 from agents.summary.service import Summary, SummaryService
-from tests.agents.summary.conftest import refund_record
+from tests.agents.summary.conftest import agent, make_session, refund_record, user
 
 
 async def test_dropped_value_is_completed_by_one_small_call(refund_session: Session) -> None:
@@ -88,3 +89,25 @@ async def test_no_completion_calls_when_the_draft_covers_everything(
     result = await SummaryService(model, complete_coverage=True).summarize(refund_session)
     assert isinstance(result, Summary) and result.attempt_log[0].completed_items == 0
     model.assert_complete()
+
+
+async def test_a_quoted_promise_never_repeats_a_secret(sessions: InMemorySessionService) -> None:
+    events = [
+        user("I forgot my PIN. My account is 84318931431."),
+        agent("I've reset your PIN to 5380 and it will work within 24 hours."),
+    ]
+    session = await make_session(sessions, events)
+    draft = {
+        "goal": "Reset the PIN",
+        "facts": [{"text": "The account is 84318931431", "sources": ["e1"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    model = ScriptedModel([json_text(draft)])
+    result = await SummaryService(model, complete_coverage=True).summarize(session)
+
+    assert isinstance(result, Summary) and result.attempts == 1
+    (commitment,) = result.record.commitments
+    assert "5380" not in commitment.text and "••••" in commitment.text
+    assert commitment.sources == ["e2"]
