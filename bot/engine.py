@@ -167,45 +167,42 @@ def build_runner(settings: Settings, db: Any, models: Models | None = None) -> R
     )
 
 
-def build_summarizer(settings: Settings, db: Any = None, models: Models | None = None) -> Any:
+def build_summarizer(
+    settings: Settings,
+    db: Any = None,
+    models: Models | None = None,
+    *,
+    validator: Any = None,
+    shadow_validator: Any = None,
+) -> Any:
     """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`); each run's
-    metrics are stored when a database is given."""
+    metrics are stored when a database is given. `validator` replaces the configured one
+    and `shadow_validator` scores each first answer alongside (both for evaluations)."""
     from agents.summary.service import SummaryService
+    from agents.summary.validator import Validator
 
     models = models or configured_models(settings)
+    local = _summaries_on_local_model(settings)
     return SummaryService(
         models.summary,
         model_factory=models.factory,
-        validator=summary_validator(settings),
+        validator=validator or Validator(ground=settings.summary_ground_citations),
         sink=db.summary_runs if db is not None else None,
-        repetition_penalty=summary_repetition_penalty(settings),
-        complete_coverage=summary_complete_coverage(settings),
+        # Small local models loop more readily than hosted ones: damp repeats for them.
+        repetition_penalty=LOCAL_REPETITION_PENALTY if local else None,
+        # ... and drop checklist lines that one short call per line recovers.
+        complete_coverage=(
+            local
+            if settings.summary_complete_coverage is None
+            else settings.summary_complete_coverage
+        ),
+        shadow_validator=shadow_validator,
     )
 
 
-def summary_complete_coverage(settings: Settings) -> bool:
-    """SUMMARY_COMPLETE_COVERAGE, else on for the embedded model: a small model drops
-    checklist lines that one short call per line recovers."""
-    if settings.summary_complete_coverage is not None:
-        return settings.summary_complete_coverage
+def _summaries_on_local_model(settings: Settings) -> bool:
+    """Whether summaries run on the embedded model (no SUMMARY_MODEL of their own)."""
     return uses_local_model(settings) and not settings.summary_model
-
-
-def summary_validator(settings: Settings) -> Any:
-    """The strict summary validator, grounding citations unless SUMMARY_GROUND_CITATIONS
-    is off."""
-    from agents.summary.validator import Validator
-
-    return Validator(ground=settings.summary_ground_citations)
-
-
-def summary_repetition_penalty(settings: Settings) -> float | None:
-    """Small local models loop more readily than hosted ones: damp repeats for them only."""
-    return (
-        LOCAL_REPETITION_PENALTY
-        if uses_local_model(settings) and not settings.summary_model
-        else None
-    )
 
 
 def build_digest_job(settings: Settings, db: Any, summarizer: Any, client: Any) -> DigestJob:

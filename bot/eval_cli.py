@@ -28,31 +28,24 @@ async def eval_summaries(
     `show_problems`, each conversation's first-attempt problems under its line."""
     from agents.summary.dataset import load_conversations
     from agents.summary.eval import evaluate, outcome_line, select_every_nth
-    from agents.summary.service import SummaryService
     from agents.summary.validator import Validator
-    from bot.engine import (
-        open_models,
-        summary_complete_coverage,
-        summary_repetition_penalty,
-        summary_validator,
-    )
+    from bot.engine import build_summarizer, open_models
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
     conversations = select_every_nth(list(load_conversations(data)), limit or 0)
-    validators = {"strict": summary_validator(settings)}
+    # "strict" is the configured validator, with the seed's scoring the same first answers.
+    validators: dict[str, Validator | None] = {"strict": None}
     if seed_validator:
         validators["seed"] = Validator(strict=False)
     async with open_models(settings) as models:
         out.write(f"model: {models.label}\n")
         for label, validator in validators.items():
-            service = SummaryService(
-                models.summary,
-                model_factory=models.factory,
+            service = build_summarizer(
+                settings,
+                models=models,
                 validator=validator,
-                repetition_penalty=summary_repetition_penalty(settings),
-                complete_coverage=summary_complete_coverage(settings),
-                shadow_validator=Validator(strict=False) if label == "strict" else None,
+                shadow_validator=Validator(strict=False) if validator is None else None,
             )
             report = await evaluate(
                 conversations,

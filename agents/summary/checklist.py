@@ -84,48 +84,69 @@ def group_values(
     return sorted(groups, key=lambda g: order[g.event_id])
 
 
-def checklist(events: list[Event], entities: list[Entity], *, visible: str | None = None) -> str:
-    """The checklist text, or "" when there is nothing to demand. `visible` is the rendered
-    transcript: values it does not show are not listed."""
+@dataclass(frozen=True)
+class Checklist:
+    """The plan for one transcript: promises (each with the demanded values its sentence
+    holds) and the other values grouped by event, each group with its excerpt."""
+
+    promises: tuple[tuple[Promise, tuple[str, ...]], ...] = ()
+    groups: tuple[tuple[FactGroup, str], ...] = ()
+
+    def text(self) -> str:
+        """The checklist as it follows the fence, or "" when there is nothing to demand."""
+        if not self.promises and not self.groups:
+            return ""
+        lines = [HEADER]
+        if self.promises:
+            lines.append(
+                "Commitments: the agent made these promises. Write one commitment per line, "
+                "citing its event, keeping the values shown:"
+            )
+            for promise, kept in self.promises:
+                shown = f" (keep {', '.join(kept)})" if kept else ""
+                lines.append(f'- {promise.event_id}: "{promise.sentence[:200]}"{shown}')
+        if self.groups:
+            lines.append(
+                "Facts: write one fact per line below, citing that line's event, saying what "
+                "the event says about each value and copying every value exactly:"
+            )
+            lines.extend(
+                f"- {g.event_id} ({where}): {', '.join(g.values)}" for g, where in self.groups
+            )
+        return "\n".join(lines)
+
+    def locations(self) -> dict[str, str]:
+        """Where the checklist sends each value, for naming it in a retry:
+        `{value casefolded: 'e5 (user: "712")'}`."""
+        found = {
+            value.casefold(): f"{promise.event_id} (the agent's promise)"
+            for promise, kept in self.promises
+            for value in kept
+        }
+        for group, where in self.groups:
+            found.update({v.casefold(): f"{group.event_id} ({where})" for v in group.values})
+        return found
+
+
+def build_checklist(
+    events: list[Event], entities: list[Entity], *, visible: str | None = None
+) -> Checklist:
+    """The plan for `events`; `visible` is the rendered transcript: values it does not
+    show are not demanded."""
     values = demanded_values(entities, visible)
     promises = find_promises(events)[:MAX_PROMISES]
-    if not values and not promises:
-        return ""
     in_promises = _values_in_promises(promises, values)
     groups = group_values(events, values, exclude={v for vs in in_promises for v in vs})
-    lines = [HEADER]
-    if promises:
-        lines.append(
-            "Commitments: the agent made these promises. Write one commitment per line, "
-            "citing its event, keeping the values shown:"
-        )
-        for promise, kept in zip(promises, in_promises, strict=True):
-            shown = f" (keep {', '.join(kept)})" if kept else ""
-            lines.append(f'- {promise.event_id}: "{promise.sentence[:200]}"{shown}')
-    if groups:
-        lines.append(
-            "Facts: write one fact per line below, citing that line's event, saying what the "
-            "event says about each value and copying every value exactly:"
-        )
-        by_id = {event.id: event for event in events}
-        lines.extend(
-            f"- {g.event_id} ({excerpt(by_id[g.event_id], g.values)}): {', '.join(g.values)}"
-            for g in groups
-        )
-    return "\n".join(lines)
-
-
-def locations(
-    events: list[Event], entities: list[Entity], *, visible: str | None = None
-) -> dict[str, str]:
-    """Where the checklist sends each demanded value, for naming it in a retry:
-    `{value casefolded: 'e5 (user: "712")'}`."""
     by_id = {event.id: event for event in events}
-    return {
-        value.casefold(): f"{g.event_id} ({excerpt(by_id[g.event_id], g.values)})"
-        for g in group_values(events, demanded_values(entities, visible))
-        for value in g.values
-    }
+    return Checklist(
+        promises=tuple(zip(promises, map(tuple, in_promises), strict=True)),
+        groups=tuple((g, excerpt(by_id[g.event_id], g.values)) for g in groups),
+    )
+
+
+def checklist(events: list[Event], entities: list[Entity], *, visible: str | None = None) -> str:
+    """The checklist text for `events` (see `build_checklist`)."""
+    return build_checklist(events, entities, visible=visible).text()
 
 
 def excerpt(event: Event, values: tuple[str, ...], *, limit: int = 160) -> str:

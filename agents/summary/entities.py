@@ -27,6 +27,7 @@ _MONTHS = (
     "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
 )
 _WEEKDAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+MASK = "\u2022"  # a masked secret: one bullet per character
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class Entity:
     @property
     def masked(self) -> str:
         """The value as it may be shown: sensitive values keep only their length."""
-        return "•" * len(self.value) if self.sensitive else self.value
+        return MASK * len(self.value) if self.sensitive else self.value
 
 
 def normalize(type_: str, value: str) -> str:

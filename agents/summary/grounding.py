@@ -10,10 +10,10 @@ value none of them mentions, the event that mentions the most of the item's valu
 
 Grounding never invents support: an item keeps its model citations, and fails
 validation as before, when it cites an id that does not exist, when any of its values
-appears in no event, when covering them
-would need more than `max_sources` events, or when it carries no values at all (its
-support is judged by content words, which cannot be located exactly). Every rewrite
-is counted, so an evaluation can say how many citations the system corrected.
+appears in no event, when covering them would need more than `max_sources` events, or
+when it carries no values at all (its support is judged by content words, which cannot
+be located exactly). Every rewrite is counted, so an evaluation can say how many
+citations the system corrected.
 
 Items that only restate a masked secret ("the PIN is ••••", no other value) are dropped
 and counted: the transcript the model reads has secrets masked, so they say nothing.
@@ -25,10 +25,8 @@ from dataclasses import dataclass
 
 from agents.events import Event
 from agents.summary.coverage import event_content
-from agents.summary.entities import Entity, EntityExtractor, mentions
-from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
-
-MASK = "\u2022"  # how `Entity.masked` shows a secret: one bullet per character
+from agents.summary.entities import MASK, Entity, EntityExtractor, mentions
+from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
 
 @dataclass(frozen=True)
@@ -106,9 +104,7 @@ def ground_citations(
     updates: dict[str, list[Item]] = {}
     corrected = 0
     withheld = 0
-    for section, _, _ in record.items():
-        if section in updates:
-            continue
+    for section in SECTIONS:
         items = []
         for item in getattr(record, section):
             values = item_values(item, extractor, entities)

@@ -20,7 +20,7 @@ from agents.runner import Runner
 from agents.session import Session
 from agents.session_service import InMemorySessionService, SessionService
 from agents.summary.agent import SUMMARIZER_NAME, build_summary_agent
-from agents.summary.checklist import checklist, locations
+from agents.summary.checklist import build_checklist
 from agents.summary.completion import complete_record
 from agents.summary.entities import EntityExtractor
 from agents.summary.metrics import (
@@ -193,15 +193,15 @@ class SummaryService:
         )
         attempts: list[Attempt] = []
         checked: ValidationResult | None = None
-        hints = checklist(events, entities, visible=rendered.text)
-        where = locations(events, entities, visible=rendered.text)
+        plan = build_checklist(events, entities, visible=rendered.text)
+        hints, where = plan.text(), plan.locations()
         message = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
         try:
             for _ in range(MAX_ATTEMPTS):
-                checked, usage, shadow = await self._attempt(
+                checked, attempt = await self._attempt(
                     runner, temp.id, message, events, rendered, entities, shadow=not attempts
                 )
-                attempts.append(_attempt_log(checked, usage, shadow))
+                attempts.append(attempt)
                 count_attempt(checked.problems)
                 if checked.passed:
                     break
@@ -272,9 +272,10 @@ class SummaryService:
         entities: list[Any],
         *,
         shadow: bool = False,
-    ) -> tuple[ValidationResult, Usage, tuple[str, ...] | None]:
-        """One model call through the runner, validated (and, with `shadow`, scored by the
-        shadow validator too). Runner failures become problems."""
+    ) -> tuple[ValidationResult, Attempt]:
+        """One model call through the runner (plus, with `complete_coverage`, the calls
+        that fill the draft's gaps), validated and logged; with `shadow`, scored by the
+        shadow validator too. Runner failures become problems."""
         usage = Usage()
         final: Event | None = None
         async for event in runner.run_async(
@@ -291,7 +292,7 @@ class SummaryService:
             detail = (final.error_message or "") if final is not None else ""
             failed = ValidationResult(record=None, malformed=True)
             failed.problems.append(f"model call failed ({code}): {detail[:200]}")
-            return failed, usage, (tuple(failed.problems) if shadow else None)
+            return failed, _attempt_log(failed, usage, tuple(failed.problems) if shadow else None)
         text, completed = final.text, 0
         if self.complete_coverage:
             text, completed, extra = await self._complete(text, events, rendered, entities)
@@ -303,7 +304,6 @@ class SummaryService:
             entities=entities,
             finish_reason=final.finish_reason,
         )
-        checked.completed_items = completed
         shadow_problems = None
         if shadow and self.shadow_validator is not None:
             shadow_problems = tuple(
@@ -315,7 +315,7 @@ class SummaryService:
                     finish_reason=final.finish_reason,
                 ).problems
             )
-        return checked, usage, shadow_problems
+        return checked, _attempt_log(checked, usage, shadow_problems, completed)
 
     async def _complete(
         self,
@@ -397,7 +397,10 @@ def _retry_message(
 
 
 def _attempt_log(
-    checked: ValidationResult, usage: Usage, shadow: tuple[str, ...] | None = None
+    checked: ValidationResult,
+    usage: Usage,
+    shadow: tuple[str, ...] | None = None,
+    completed: int = 0,
 ) -> Attempt:
     record = checked.record
     items = record.items() if record is not None else []
@@ -411,7 +414,7 @@ def _attempt_log(
         items=len(items),
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
-        completed_items=checked.completed_items,
+        completed_items=completed,
         grounded_items=checked.grounded_items,
         withheld_items=checked.withheld_items,
         shadow_problems=shadow,

@@ -54,7 +54,6 @@ class ValidationResult:
     recalled: list[str] = field(default_factory=list)
     grounded_items: int = 0
     withheld_items: int = 0
-    completed_items: int = 0  # set by the service: items its completion pass added
 
     @property
     def passed(self) -> bool:
@@ -89,14 +88,17 @@ def looks_cut_off(text: str) -> bool:
     return started and (depth > 0 or in_string)
 
 
-def parse_record(text: str) -> HandoffRecord | None:
-    """The record in a model answer (a ```json fence allowed), or None."""
+def answer_body(text: str) -> str:
+    """A model answer without surrounding space or a ```json fence."""
     body = text.strip()
     fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
+    return fenced.group(1) if fenced else body
+
+
+def parse_record(text: str) -> HandoffRecord | None:
+    """The record in a model answer (a ```json fence allowed), or None."""
     try:
-        return HandoffRecord.model_validate(json.loads(body))
+        return HandoffRecord.model_validate(json.loads(answer_body(text)))
     except (json.JSONDecodeError, ValidationError):
         return None
 
@@ -157,10 +159,7 @@ class Validator:
     ) -> ValidationResult:
         """Validate the model's raw answer `text` for the session whose events are `events`."""
         result = ValidationResult(record=None)
-        body = text.strip()
-        fenced = _FENCE.match(body)
-        if fenced:
-            body = fenced.group(1)
+        body = answer_body(text)
         if self.strict:
             loop = repetition(body)
             if loop is not None:
@@ -295,7 +294,8 @@ class Validator:
         texts = [content[s] for s in cited]
         values = item_values(item, self.extractor, entities)
         which = ", ".join(cited)
-        verb = "which does" if len(cited) == 1 else "which do"
+        does = "does" if len(cited) == 1 else "do"
+        verb = f"which {does}"
         for value in values:
             if not any(mentions(text, value) for text in texts):
                 result.relevance_failures += 1
@@ -305,7 +305,7 @@ class Validator:
             if phrase not in stated:
                 result.relevance_failures += 1
                 result.problems.append(
-                    f"{name} says {phrase!r}, but {which} {verb.split()[1]} not say it; "
+                    f"{name} says {phrase!r}, but {which} {does} not say it; "
                     "state only deadlines the agent stated"
                 )
         if not values:

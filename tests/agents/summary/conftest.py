@@ -76,6 +76,19 @@ def item(text: str, *sources: str) -> dict[str, Any]:
     return {"text": text, "sources": list(sources)}
 
 
+def handoff(goal: str, **sections: list[dict[str, Any]]) -> dict[str, Any]:
+    """A record answer: `goal` and the given sections, the others empty."""
+    record: dict[str, Any] = {
+        "goal": goal,
+        "facts": [],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    record.update(sections)
+    return record
+
+
 def refund_record(**overrides: Any) -> dict[str, Any]:
     """The seed's first answer: good, except that it drops B-2040."""
     record: dict[str, Any] = {

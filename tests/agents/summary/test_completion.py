@@ -8,7 +8,7 @@ from agents.models.scripted import ScriptedModel, json_text
 from agents.session import Session
 from agents.session_service import InMemorySessionService
 from agents.summary.service import Summary, SummaryService
-from tests.agents.summary.conftest import agent, make_session, refund_record, user
+from tests.agents.summary.conftest import agent, handoff, make_session, refund_record, user
 
 
 async def test_dropped_value_is_completed_by_one_small_call(refund_session: Session) -> None:
@@ -97,13 +97,9 @@ async def test_a_quoted_promise_never_repeats_a_secret(sessions: InMemorySession
         agent("I've reset your PIN to 5380 and it will work within 24 hours."),
     ]
     session = await make_session(sessions, events)
-    draft = {
-        "goal": "Reset the PIN",
-        "facts": [{"text": "The account is 84318931431", "sources": ["e1"]}],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    draft = handoff(
+        "Reset the PIN", facts=[{"text": "The account is 84318931431", "sources": ["e1"]}]
+    )
     model = ScriptedModel([json_text(draft)])
     result = await SummaryService(model, complete_coverage=True).summarize(session)
 

@@ -11,6 +11,7 @@ from agents.summary.dataset import conversation_from_row, load_conversations
 from agents.summary.eval import conversation_session, evaluate, outcome_line, select_every_nth
 from agents.summary.service import SummaryService
 from agents.summary.validator import Validator
+from tests.agents.summary.conftest import handoff
 
 ROWS = [
     {
@@ -71,20 +72,14 @@ def test_eval_loads_jsonl_and_selects_every_nth(tmp_path: Path) -> None:
 
 
 async def test_eval_reports_recall_and_labels_empty_transcripts_separately() -> None:
-    good = {
-        "goal": "Cancel reservation JG7FMM",
-        "facts": [{"text": "Reservation JG7FMM is cancelled", "sources": ["e3", "e4"]}],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
-    weather = {
-        "goal": "Know the weather in Paris",
-        "facts": [{"text": "Paris weather is sunny and mild", "sources": ["e2"]}],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    good = handoff(
+        "Cancel reservation JG7FMM",
+        facts=[{"text": "Reservation JG7FMM is cancelled", "sources": ["e3", "e4"]}],
+    )
+    weather = handoff(
+        "Know the weather in Paris",
+        facts=[{"text": "Paris weather is sunny and mild", "sources": ["e2"]}],
+    )
     model = ScriptedModel([json_text(good), json_text(weather)])
     seen: list[tuple[int, int]] = []
 
@@ -105,13 +100,10 @@ async def test_eval_reports_recall_and_labels_empty_transcripts_separately() -> 
 
 
 async def test_eval_seed_validator_runs_side_by_side() -> None:
-    over = {
-        "goal": "Cancel reservation JG7FMM",
-        "facts": [{"text": "JG7FMM cancelled", "sources": ["e1", "e2", "e3", "e4"]}],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    over = handoff(
+        "Cancel reservation JG7FMM",
+        facts=[{"text": "JG7FMM cancelled", "sources": ["e1", "e2", "e3", "e4"]}],
+    )
     conversations = [conversation_from_row(ROWS[0])]
     strict = await evaluate(conversations, SummaryService(ScriptedModel([json_text(over)] * 2)))
     seed = await evaluate(
@@ -124,13 +116,10 @@ async def test_eval_seed_validator_runs_side_by_side() -> None:
 
 
 async def test_eval_shadow_seed_validator_scores_the_same_first_answers() -> None:
-    over = {
-        "goal": "Cancel reservation JG7FMM",
-        "facts": [{"text": "JG7FMM cancelled", "sources": ["e1", "e2", "e3", "e4"]}],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    over = handoff(
+        "Cancel reservation JG7FMM",
+        facts=[{"text": "JG7FMM cancelled", "sources": ["e1", "e2", "e3", "e4"]}],
+    )
     model = ScriptedModel([json_text(over)] * 2)
     service = SummaryService(model, shadow_validator=Validator(strict=False))
     report = await evaluate([conversation_from_row(ROWS[0])], service)
@@ -149,13 +138,9 @@ async def test_eval_session_ids_follow_append_order() -> None:
 
 
 async def test_eval_line_can_show_first_attempt_problems() -> None:
-    dropped = {
-        "goal": "Cancel a reservation",
-        "facts": [{"text": "The reservation is cancelled", "sources": ["e4"]}],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    dropped = handoff(
+        "Cancel a reservation", facts=[{"text": "The reservation is cancelled", "sources": ["e4"]}]
+    )
     model = ScriptedModel([json_text(dropped), json_text(dropped)])
     report = await evaluate([conversation_from_row(ROWS[0])], SummaryService(model))
 

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 
-from agents.summary.checklist import checklist, group_values
+from agents.summary.checklist import build_checklist, checklist, group_values
 from agents.summary.dataset import numbered
 from agents.summary.entities import EntityExtractor
 from agents.summary.grounding import ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import render_transcript
 from agents.summary.validator import Validator
-from tests.agents.summary.conftest import agent, item, refund_events, refund_record, user
+from tests.agents.summary.conftest import (
+    agent,
+    handoff,
+    item,
+    refund_events,
+    refund_record,
+    user,
+)
 
 EVENTS = numbered(refund_events())
 PASSING = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
@@ -81,13 +88,10 @@ def test_deadline_the_agent_never_stated_is_named() -> None:
             agent("I've issued the refund for A-1001."),
         ]
     )
-    record = {
-        "goal": "Refund for A-1001",
-        "facts": [],
-        "decisions": [],
-        "commitments": [item("Refund for A-1001 issued, within five working days", "e2")],
-        "open_questions": [],
-    }
+    record = handoff(
+        "Refund for A-1001",
+        commitments=[item("Refund for A-1001 issued, within five working days", "e2")],
+    )
     problems = Validator().validate(json.dumps(record), events).problems
     assert problems == [
         "commitment 1 says 'within five working days', but e2 does not say it; "
@@ -120,25 +124,18 @@ def test_secrets_are_masked_before_the_model_sees_them() -> None:
 
 def test_bare_ordinal_is_not_demanded() -> None:
     events = numbered([user("Take me to 5th and Main instead."), agent("Done, booking 128.")])
-    record = {
-        "goal": "Change the destination",
-        "facts": [item("Destination changed; booking 128", "e2")],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    record = handoff(
+        "Change the destination", facts=[item("Destination changed; booking 128", "e2")]
+    )
     assert Validator().validate(json.dumps(record), events).problems == []
 
 
 def test_item_restating_a_masked_secret_is_dropped_and_counted() -> None:
     events = numbered([agent("Your PIN please."), user("5380"), agent("Thanks, verified.")])
-    record = {
-        "goal": "Verify the caller",
-        "facts": [item("The user's PIN is ••••.", "e1"), item("The caller was verified", "e3")],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    record = handoff(
+        "Verify the caller",
+        facts=[item("The user's PIN is ••••.", "e1"), item("The caller was verified", "e3")],
+    )
     result = Validator(ground=True).validate(json.dumps(record), events)
     assert result.problems == [] and result.withheld_items == 1
     assert result.record is not None and [i.text for i in result.record.facts] == [
@@ -153,13 +150,7 @@ def test_a_date_written_with_its_month_name_is_the_same_date() -> None:
             agent("Done: JG7FMM now flies on 2024-05-24."),
         ]
     )
-    record = {
-        "goal": "Move JG7FMM",
-        "facts": [item("JG7FMM was moved to May 24, 2024", "e2")],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
+    record = handoff("Move JG7FMM", facts=[item("JG7FMM was moved to May 24, 2024", "e2")])
     assert Validator().validate(json.dumps(record), events).problems == []
     record["facts"] = [item("JG7FMM was moved to May 25, 2024", "e2")]
     problems = Validator().validate(json.dumps(record), events).problems
@@ -167,3 +158,13 @@ def test_a_date_written_with_its_month_name_is_the_same_date() -> None:
         "fact 1 cites e2, which does not mention May 25, 2024",
         "dropped entity 2024-05-24",
     ]
+
+
+def test_retry_locations_follow_the_checklist_plan() -> None:
+    entities = EntityExtractor().extract(EVENTS)
+    plan = build_checklist(EVENTS, entities)
+    where = plan.locations()
+    # $12.50 is kept by the e7 promise line, so a retry sends it there, not to a fact.
+    assert where["$12.50"] == "e7 (the agent's promise)"
+    assert where["b-2040"].startswith('e8 (user: "Is my other order B-2040')
+    assert plan.text() == checklist(EVENTS, entities)
