@@ -30,7 +30,7 @@ from agents.events import Usage
 from agents.summary import Summary
 from agents.summary.record import HandoffRecord, Item
 from bench.storage import IDLE_AFTER, NOW, postgres_database, postgres_server, seed_threads
-from bot.digest_job import DigestJob
+from bot.digests.job import DigestJob
 from storage import Database
 from tests.fakes.slack_api import FakeSlackApi
 

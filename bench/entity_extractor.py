@@ -19,9 +19,9 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from agents.summary.dataset import load_conversations, numbered
 from agents.summary.entities import ID_TYPES, EntityExtractor, normalize
 from agents.summary.transcript import RenderOptions, approx_tokens, render_transcript
+from bot.evals.dataset import load_conversations, numbered
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts.jsonl"
 UNLIMITED = RenderOptions(

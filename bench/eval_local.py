@@ -1,7 +1,7 @@
 """Summary and routing evaluations on the embedded local model (`make eval-local`).
 
-Starts the embedded model (bot.local_model), then runs:
-- summaries: `agents.summary.eval.evaluate` over N conversations of transcripts.jsonl
+Starts the embedded model (bot.local_model.server), then runs:
+- summaries: `bot.evals.summaries.evaluate` over N conversations of transcripts.jsonl
   (every len//N-th), printing entity recall, first-attempt pass rate, fallback rate and
   seconds per summary;
 - routing: each selected conversation's first user message goes through the support
@@ -38,10 +38,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from agents import InMemorySessionService, Runner
 from agents.models.base import Model
 from agents.summary import SummaryService
-from agents.summary.dataset import load_conversations
-from agents.summary.eval import evaluate, select_every_nth
 from agents.tree import build_support_tree
-from bot.local_model import local_model_server
+from bot.evals.dataset import load_conversations
+from bot.evals.summaries import evaluate, select_every_nth
+from bot.local_model.server import local_model_server
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts.jsonl"
 DEFAULT_ROUTES = "billing=billing_agent,tech_support=tech_support"

@@ -27,9 +27,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.llm_agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
 from agents.runner import Runner
-from bot.app import build_bolt_app, build_web_app, create_services
 from bot.config import Settings, secret
-from bot.server import run_web
+from bot.slack.app import build_bolt_app, build_web_app, create_services
+from bot.slack.server import run_web
 from storage.database import Database
 
 

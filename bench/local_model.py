@@ -27,7 +27,7 @@ from agents.events import Part
 from agents.models.base import Content, GenerateConfig, LlmRequest, LlmResponse, ToolDeclaration
 from agents.models.litellm_model import preload_litellm
 from agents.summary.record import response_schema
-from bot.local_model import local_model_available, local_model_server
+from bot.local_model.server import local_model_available, local_model_server
 
 TRANSFER = ToolDeclaration(
     name="transfer_to_agent",

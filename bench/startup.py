@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.bot.chat_model import model_server
+from tests.bot.terminal.chat_model import model_server
 
 BIN = Path(sys.executable).with_name("support-bot")
 PROMPT = b"you> "

@@ -54,7 +54,7 @@ def _settings(*, quiet_at_terminal: bool = False) -> Settings:
 
 def _run(work: Coroutine[Any, Any, int]) -> int:
     """Run `work`; configuration problems (database, embedded model) end in one line."""
-    from bot.local_model_weights import LocalModelError
+    from bot.local_model.weights import LocalModelError
     from storage.errors import StorageError
 
     try:
@@ -68,7 +68,7 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
 
 async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> int:
     """Open the models and storage, then run `serve` until a signal stops it."""
-    from bot.engine import build_runner, build_summarizer, open_models
+    from bot.wiring import build_runner, build_summarizer, open_models
     from storage.database import Database
 
     async with open_models(settings) as models:
@@ -82,7 +82,7 @@ async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> i
 
 @command("serve", "Run in HTTP mode (POST /slack/events on PORT).")
 def run_serve(args: argparse.Namespace) -> int:
-    from bot.server import serve_http
+    from bot.slack.server import serve_http
 
     settings = _settings()
     if settings.slack_bot_token is None or settings.slack_signing_secret is None:
@@ -93,7 +93,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 @command("socket", "Run in Socket Mode (needs SLACK_APP_TOKEN).")
 def run_socket(args: argparse.Namespace) -> int:
-    from bot.server import serve_socket
+    from bot.slack.server import serve_socket
 
     settings = _settings()
     if settings.slack_bot_token is None or settings.slack_app_token is None:
@@ -111,7 +111,7 @@ def _chat_args(parser: argparse.ArgumentParser) -> None:
 @command("chat", "Chat with the bot in the terminal (the default without Slack).", _chat_args)
 def run_chat(args: argparse.Namespace) -> int:
     """The terminal chat: typed at a terminal, or fed lines on stdin."""
-    from bot.chat import run_chat as chat
+    from bot.terminal.chat import run_chat as chat
 
     settings = _settings(quiet_at_terminal=True)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
@@ -128,7 +128,7 @@ def _db_args(parser: argparse.ArgumentParser) -> None:
 
 @command("db", "Database schema: `db upgrade` applies pending migrations.", _db_args)
 def run_db(args: argparse.Namespace) -> int:
-    from bot.ops import db_upgrade
+    from bot.ops.commands import db_upgrade
 
     try:
         return db_upgrade(_settings(), sys.stdout, args.revision)
@@ -146,7 +146,7 @@ def _digest_args(parser: argparse.ArgumentParser) -> None:
 @command("digest", "Digest idle threads once (`digest --once`) and print what happened.",
          _digest_args)  # fmt: skip
 def run_digest(args: argparse.Namespace) -> int:
-    from bot.ops import digest_once
+    from bot.ops.commands import digest_once
 
     return _run(digest_once(_settings(), sys.stdout))
 
@@ -159,7 +159,7 @@ def _stats_args(parser: argparse.ArgumentParser) -> None:
 
 @command("stats", "Operating figures from the database, as a table.", _stats_args)
 def run_stats(args: argparse.Namespace) -> int:
-    from bot.ops import show_stats
+    from bot.ops.commands import show_stats
 
     return _run(show_stats(_settings(), sys.stdout, live_url=args.live))
 
@@ -170,7 +170,7 @@ def _forget_args(parser: argparse.ArgumentParser) -> None:
 
 @command("forget", "Delete everything stored about a user; print the counts.", _forget_args)
 def run_forget(args: argparse.Namespace) -> int:
-    from bot.ops import forget
+    from bot.ops.commands import forget
 
     return _run(forget(_settings(), sys.stdout, args.user))
 
@@ -206,7 +206,7 @@ def _eval_args(parser: argparse.ArgumentParser) -> None:
 
 @command("eval", "Evaluate on a dataset: `eval summaries` or `eval routing`.", _eval_args)
 def run_eval(args: argparse.Namespace) -> int:
-    from bot.eval_cli import eval_routing, eval_summaries
+    from bot.evals.cli import eval_routing, eval_summaries
 
     settings = _settings()
     common = {"data": args.data, "model": args.model, "limit": args.limit}
@@ -219,7 +219,7 @@ def run_eval(args: argparse.Namespace) -> int:
             **common,
         )
     else:
-        from bot.eval_routing import RouteMap
+        from bot.evals.routing import RouteMap
 
         try:
             RouteMap.parse(args.routes)

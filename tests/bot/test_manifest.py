@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from bot.listeners import HANDOFF_SHORTCUT, SUMMARY_SHORTCUT
+from bot.slack.listeners import HANDOFF_SHORTCUT, SUMMARY_SHORTCUT
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT.parent / "shared" / "data" / "slack-manifest-schema" / "manifest.schema.1.0.0.json"

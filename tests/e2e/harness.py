@@ -16,9 +16,9 @@ from aiohttp import web
 
 from agents.base_agent import BaseAgent
 from agents.runner import Runner
-from bot.app import build_bolt_app, build_web_app, create_services, drain
 from bot.config import Settings
-from bot.services import BotServices
+from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
+from bot.slack.services import BotServices
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
 

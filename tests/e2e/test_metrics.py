@@ -10,7 +10,7 @@ from agents.events import FunctionCall, Part, Usage
 from agents.models.base import LlmResponse, ModelError
 from agents.models.scripted import ScriptedModel, json_text
 from agents.summary.service import SummaryService
-from bot.digest_job import DigestJob
+from bot.digests.job import DigestJob
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message
 from tests.e2e.trees import support_tree

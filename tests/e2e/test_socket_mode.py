@@ -10,9 +10,9 @@ from aiohttp import web
 
 from agents.models.scripted import ScriptedModel
 from agents.runner import Runner
-from bot.app import build_bolt_app, build_web_app, create_services, drain
 from bot.config import Settings
-from bot.server import socket_handler
+from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
+from bot.slack.server import socket_handler
 from tests.e2e.harness import dm, open_database
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi

@@ -17,10 +17,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from agents.models.base import Model
 from agents.runner import Runner
 from agents.tree import build_support_tree
-from bot.app import build_bolt_app, build_web_app, create_services
 from bot.config import Settings, secret
 from bot.logging import configure_logging
-from bot.server import run_web
+from bot.slack.app import build_bolt_app, build_web_app, create_services
+from bot.slack.server import run_web
 from storage.database import Database
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agents.models.scripted import ScriptedModel
 from agents.summary.service import SummaryService
-from bot.commands import REFUSAL
+from bot.slack.actions import REFUSAL
 from storage.threads import ThreadKey
 from tests.e2e.harness import TEAM, BotHarness, channel_message, open_database
 from tests.e2e.trees import support_tree

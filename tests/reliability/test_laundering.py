@@ -18,7 +18,7 @@ from agents.models.base import LlmRequest, LlmResponse
 from agents.summary import SummaryService
 from agents.summary.render import CLAIM_LABEL
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
-from bot.digest_job import DigestJob
+from bot.digests.job import DigestJob
 from storage.threads import ThreadKey
 from tests.e2e.harness import open_database
 from tests.fakes.slack_api import FakeSlackApi

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.summary.dataset import numbered
 from agents.summary.entities import Entity, EntityExtractor, mask_text, mentions, pattern
+from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import agent, refund_events, tool, user
 
 

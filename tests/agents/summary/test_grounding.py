@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from agents.summary.checklist import build_checklist, checklist, group_values
-from agents.summary.dataset import numbered
 from agents.summary.entities import EntityExtractor
 from agents.summary.grounding import ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import render_transcript
 from agents.summary.validator import Validator
+from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import (
     agent,
     handoff,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from agents.events import Event
-from agents.summary.dataset import numbered
 from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL, to_blocks, to_json, to_json_text, to_text
 from agents.summary.validator import label_user_claims
+from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import item, refund_events, refund_record
 
 EVENTS = numbered(refund_events())

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agents.events import CompactionInfo, Event, EventActions
-from agents.summary.dataset import numbered
 from agents.summary.transcript import RenderOptions, render_transcript
+from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import agent, refund_events, tool, user
 
 

@@ -1,0 +1,219 @@
+"""Idle-thread digests: find idle threads, claim each once, summarise, validate, post.
+
+Several bot processes may share one database: a thread is claimed with a lease (one
+guarded UPDATE), so exactly one process digests it; a lease whose process died expires
+and the thread is picked up again. Only a validated record is ever posted; otherwise
+the support-lead channel gets a short "summary unavailable" notice and the thread is
+flagged for a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agents.metrics import REGISTRY
+from agents.summary import NoSummary, Summary
+from agents.summary.record import HandoffRecord
+from bot.digests.message import digest_message, unavailable_message
+from bot.slack.permalinks import ThreadLinks, thread_links
+from storage.threads import ThreadRecord
+
+logger = logging.getLogger(__name__)
+
+REGISTRY.describe(
+    "support_bot_digests_unavailable_total", "counter", "Digests with no valid summary"
+)
+
+Outcome = Literal["posted", "stored", "unavailable", "already_posted"]
+
+
+@dataclass
+class DigestOutcome:
+    """What one pass did for one thread."""
+
+    channel_id: str
+    thread_ts: str
+    outcome: Outcome
+    digest_id: int | None = None
+    slack_ts: str | None = None
+    problems: list[str] = field(default_factory=list)
+    goal: str | None = None
+
+
+class DigestJob:
+    """One digest pass over the idle threads (`run_once`); the scheduler repeats it."""
+
+    def __init__(
+        self,
+        *,
+        db: Any,
+        summarizer: Any,
+        client: Any,
+        lead_channel: str | None,
+        idle_after: float,
+        concurrency: int = 8,
+        lease_seconds: float = 600.0,
+        batch: int = 200,
+        clock: Callable[[], float] = time.time,
+        owner: str | None = None,
+    ) -> None:
+        self.db = db
+        self.summarizer = summarizer
+        self.client = client
+        self.lead_channel = lead_channel
+        self.idle_after = idle_after
+        self.lease_seconds = lease_seconds
+        self.batch = batch
+        self.clock = clock
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._slots = asyncio.Semaphore(concurrency)
+
+    async def run_once(self) -> list[DigestOutcome]:
+        """Digest every idle thread this process can claim; return what happened."""
+        idle = await self.db.threads.find_idle(
+            now=self.clock(), idle_after=self.idle_after, limit=self.batch
+        )
+        results = await asyncio.gather(*(self._guarded(thread) for thread in idle))
+        return [r for r in results if r is not None]
+
+    async def _guarded(self, thread: ThreadRecord) -> DigestOutcome | None:
+        async with self._slots:
+            claimed = await self.db.threads.claim(
+                thread.key, owner=self.owner, now=self.clock(), lease_seconds=self.lease_seconds
+            )
+            if not claimed:
+                return None
+            try:
+                return await self._digest(thread)
+            except Exception:
+                # The lease is released without progress, so the next pass retries.
+                logger.exception("digest of %s/%s failed", thread.channel_id, thread.thread_ts)
+                await self.db.threads.release(thread.key, owner=self.owner)
+                return None
+
+    async def _digest(self, thread: ThreadRecord) -> DigestOutcome:
+        session = await self.db.sessions.get_session(
+            app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+        )
+        if session is None or not session.events:
+            await self.db.threads.release(thread.key, owner=self.owner)
+            raise LookupError(f"thread {thread.thread_ts} maps to missing session")
+        last_seq = max(e.seq for e in session.events)
+        previous = await self.db.digests.latest_for_session(session.id)
+        if previous is not None and previous.created_at > thread.last_activity_at:
+            # A process died after storing this digest: finish its job, don't redo it.
+            return await self._finish_stored(thread, previous, last_seq)
+        result = await self.summarizer.summarize(session)
+        if isinstance(result, NoSummary) or not isinstance(result, Summary):
+            return await self._unavailable(thread, list(result.problems), last_seq)
+        record = result.record
+        digest_id = await self.db.digests.add(
+            record=record,
+            source_session_id=session.id,
+            thread=thread.key,
+            user_id=thread.user_id,
+            cited_event_ids=record.cited_ids(),
+            attempts=result.attempts,
+            problems=result.problems_first_attempt,
+            cost=result.usage.cost,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+            supersedes_digest_id=previous.id if previous is not None else None,
+            created_at=self.clock(),
+        )
+        for kind, items in (("fact", record.facts), ("commitment", record.commitments)):
+            for item in items:
+                await self.db.memory.add(
+                    user_id=thread.user_id,
+                    session_id=session.id,
+                    kind=kind,
+                    text=item.text,
+                    event_ids=list(item.sources),
+                )
+        outcome = DigestOutcome(
+            thread.channel_id, thread.thread_ts, "stored", digest_id, goal=record.goal
+        )
+        if self.lead_channel:
+            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
+            text, blocks = digest_message(
+                record,
+                events=session.events,
+                links=links,
+                cost=result.usage.cost,
+                attempts=result.attempts,
+                previous_link=self._lead_link(links, previous.slack_ts if previous else None),
+            )
+            posted = await self.client.chat_postMessage(
+                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            )
+            outcome.slack_ts = str(posted["ts"])
+            outcome.outcome = "posted"
+            await self.db.digests.set_posted(digest_id, outcome.slack_ts)
+            REGISTRY.inc("support_bot_digests_posted_total")
+        await self.db.threads.release(
+            thread.key, owner=self.owner, digested_seq=last_seq, digest_id=digest_id
+        )
+        return outcome
+
+    def _lead_link(self, links: ThreadLinks, ts: str | None) -> str | None:
+        """A link to an earlier digest message in the lead channel."""
+        if ts is None or self.lead_channel is None:
+            return None
+        base = links.thread_link.split("/archives/", 1)[0]
+        return f"{base}/archives/{self.lead_channel}/p{ts.replace('.', '')}"
+
+    async def _finish_stored(
+        self, thread: ThreadRecord, stored: Any, last_seq: int
+    ) -> DigestOutcome:
+        outcome = DigestOutcome(thread.channel_id, thread.thread_ts, "already_posted", stored.id)
+        if stored.slack_ts is None and self.lead_channel:
+            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
+            session = await self.db.sessions.get_session(
+                app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+            )
+            record = HandoffRecord.model_validate(stored.record)
+            text, blocks = digest_message(
+                record,
+                events=session.events if session else [],
+                links=links,
+                cost=stored.cost,
+                attempts=stored.attempts,
+            )
+            posted = await self.client.chat_postMessage(
+                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            )
+            await self.db.digests.set_posted(stored.id, str(posted["ts"]))
+            outcome.slack_ts, outcome.outcome = str(posted["ts"]), "posted"
+            REGISTRY.inc("support_bot_digests_posted_total")
+        await self.db.threads.release(
+            thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
+        )
+        return outcome
+
+    async def _unavailable(
+        self, thread: ThreadRecord, problems: list[str], last_seq: int
+    ) -> DigestOutcome:
+        REGISTRY.inc("support_bot_digests_unavailable_total")
+        await self.db.threads.flag(thread.key, "summary unavailable: " + "; ".join(problems)[:500])
+        outcome = DigestOutcome(
+            thread.channel_id, thread.thread_ts, "unavailable", problems=problems
+        )
+        if self.lead_channel:
+            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
+            text, blocks = unavailable_message(links, problems)
+            posted = await self.client.chat_postMessage(
+                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            )
+            outcome.slack_ts = str(posted["ts"])
+        # Progress is recorded so a failing thread isn't re-summarised every scan; new
+        # activity makes it eligible again.
+        await self.db.threads.release(thread.key, owner=self.owner, digested_seq=last_seq)
+        return outcome

@@ -1,0 +1,133 @@
+"""What the operator commands do: `db upgrade`, `digest --once`, `stats` and `forget`.
+
+Each takes settings and an output stream and returns an exit code; `bot.cli` only
+parses arguments. Results go to the output stream, logs to stderr.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from bot.config import Settings
+from bot.digests.job import DigestOutcome
+from bot.ops.stats import collect, registry_rows, render_table, stats_rows
+
+
+class OfflineSlack:
+    """Stands in for the Web API when no bot token is configured: digests are stored,
+    never posted, and thread links are built locally (Slack's URL shape) rather than
+    asked for."""
+
+    async def chat_getPermalink(self, *, channel: str, message_ts: str) -> dict[str, Any]:
+        return {
+            "permalink": f"https://slack.invalid/archives/{channel}/p{message_ts.replace('.', '')}"
+        }
+
+    async def chat_postMessage(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
+
+
+def db_upgrade(settings: Settings, out: TextIO, revision: str = "head") -> int:
+    """Apply pending migrations to DATABASE_URL."""
+    from storage.engine import display_url, normalize_url
+    from storage.migrate import upgrade
+
+    reached = upgrade(settings.database_url, revision)
+    out.write(f"{display_url(normalize_url(settings.database_url))} is at revision {reached}\n")
+    return 0
+
+
+async def digest_once(settings: Settings, out: TextIO) -> int:
+    """One digest pass: post to SUPPORT_LEAD_CHANNEL when Slack is configured, else store."""
+    from bot.slack.client import SlackClient
+    from bot.wiring import build_digest_job, build_summarizer, open_models
+    from storage.database import Database
+
+    slack = SlackClient(settings) if settings.slack_bot_token is not None else None
+    if slack is None:
+        settings = settings.model_copy(update={"support_lead_channel": None})
+    db = await Database.open(settings.database_url)
+    try:
+        async with open_models(settings) as models:
+            summarizer = build_summarizer(settings, db, models)
+            client = slack.web if slack is not None else OfflineSlack()
+            job = build_digest_job(settings, db, summarizer, client)
+            outcomes = await job.run_once()
+    finally:
+        await db.close()
+        if slack is not None:
+            await slack.close()
+    for line in digest_lines(outcomes, posting=bool(settings.support_lead_channel)):
+        out.write(line + "\n")
+    return 0
+
+
+def digest_lines(outcomes: list[DigestOutcome], *, posting: bool) -> list[str]:
+    """One line per thread digested, then the totals."""
+    if not outcomes:
+        return ["No idle threads to digest."]
+    lines = []
+    for o in outcomes:
+        where = f"{o.channel_id}/{o.thread_ts}"
+        detail = f"digest #{o.digest_id}" if o.digest_id is not None else "no digest"
+        if o.slack_ts:
+            detail += f", posted as {o.slack_ts}"
+        if o.goal:
+            detail += f": {o.goal}"
+        if o.problems:
+            detail += " (summary unavailable: " + "; ".join(o.problems) + ")"
+        lines.append(f"{o.outcome:<14} {where}  {detail}")
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    totals = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+    suffix = "" if posting else " (no lead channel or Slack token: stored only)"
+    lines.append(f"{len(outcomes)} threads: {totals}{suffix}")
+    return lines
+
+
+async def show_stats(settings: Settings, out: TextIO, *, live_url: str | None = None) -> int:
+    """The persisted figures as a table; with `live_url`, a running bot's counters too."""
+    from storage.database import Database
+
+    db = await Database.open(settings.database_url)
+    try:
+        sections = {"Stored (all processes, all time)": stats_rows(await collect(db))}
+    finally:
+        await db.close()
+    if live_url:
+        sections[f"Live counters from {live_url}"] = registry_rows(await _fetch(live_url))
+    out.write(render_table(sections))
+    return 0
+
+
+def process_counters() -> list[tuple[str, str]]:
+    """This process's own non-zero counters (`agents.metrics.REGISTRY`)."""
+    from agents.metrics import REGISTRY
+
+    return registry_rows(REGISTRY.render_prometheus())
+
+
+async def _fetch(url: str) -> str:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        response.raise_for_status()
+        return await response.text()
+
+
+async def forget(settings: Settings, out: TextIO, user_id: str) -> int:
+    """Delete everything stored about `user_id`; print what was deleted."""
+    from storage.database import Database
+
+    db = await Database.open(settings.database_url)
+    try:
+        counts = await db.forget_user(user_id)
+    finally:
+        await db.close()
+    total = sum(counts.values())
+    out.write(f"Deleted {total} rows for user {user_id}:\n")
+    width = max(len(k) for k in counts)
+    for kind, count in counts.items():
+        out.write(f"  {kind:<{width}}  {count}\n")
+    return 0

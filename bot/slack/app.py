@@ -1,0 +1,168 @@
+"""Builds the Bolt app and the aiohttp web app around it (/slack/events, /healthz, /metrics)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
+
+from agents.metrics import REGISTRY
+from bot.config import Settings, secret
+from bot.slack import listeners, payloads
+from bot.slack.client import SlackClient
+from bot.slack.recovery import recover
+from bot.slack.services import BotServices
+from bot.threads.worker import ThreadWorker
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+HealthCheck = Callable[[], Awaitable[bool]]
+
+SERVICES_KEY = web.AppKey("services", BotServices)
+BOLT_KEY = web.AppKey("bolt", AsyncApp)
+
+
+def build_bolt_app(services: BotServices, *, verify_requests: bool = True) -> AsyncApp:
+    """The Bolt app with every listener registered.
+
+    `process_before_response=True` makes Bolt run our (instant) listener inline before
+    answering, so ordering within a thread follows arrival order and no request waits in
+    Bolt's 10 ms ack-polling loop; the slow work runs in `services.worker`'s tasks.
+    """
+    app = AsyncApp(
+        client=services.client,
+        signing_secret=secret(services.settings.slack_signing_secret) or "",
+        process_before_response=True,
+        request_verification_enabled=verify_requests,
+        logger=logging.getLogger("slack_bolt"),
+    )
+    listeners.register(app, services)
+    return app
+
+
+async def create_services(
+    settings: Settings,
+    *,
+    db: Any = None,
+    runner: Any = None,
+    summarizer: Any = None,
+    retry_backoff: float = 0.5,
+) -> tuple[BotServices, SlackClient]:
+    """Open storage and build the runner and summariser from settings, unless given."""
+    slack = SlackClient(settings, retry_backoff=retry_backoff)
+    if db is None:
+        from storage.database import Database
+
+        db = await Database.open(settings.database_url)
+    if runner is None:
+        from bot.wiring import build_runner
+
+        runner = build_runner(settings, db)
+    if summarizer is None:
+        from bot.wiring import build_summarizer
+
+        summarizer = build_summarizer(settings, db)
+    services = BotServices(
+        settings=settings,
+        client=slack.web,
+        db=db,
+        runner=runner,
+        worker=ThreadWorker(max_concurrent=settings.max_concurrent_invocations),
+        summarizer=summarizer,
+    )
+    return services, slack
+
+
+def build_web_app(
+    services: BotServices,
+    bolt: AsyncApp,
+    *,
+    http_events: bool = True,
+    extra_health: HealthCheck | None = None,
+    on_close: Callable[[], Awaitable[None]] | None = None,
+) -> web.Application:
+    """The aiohttp app: Slack events (HTTP mode only), health and metrics, graceful drain."""
+    app = web.Application()
+    app[SERVICES_KEY] = services
+    app[BOLT_KEY] = bolt
+
+    signing_secret = secret(services.settings.slack_signing_secret)
+    verifier = SignatureVerifier(signing_secret) if signing_secret else None
+
+    async def events(request: web.Request) -> web.Response:
+        raw, headers = await request.read(), dict(request.headers)
+        # Verify before parsing anything: unsigned input is never even decoded.
+        if verifier is not None and not _signed(verifier, raw, headers):
+            return web.json_response({"error": "invalid signature"}, status=401)
+        try:
+            body = raw.decode("utf-8")
+            ok = payloads.well_formed(payloads.parse(body, request.content_type))
+        except ValueError:  # not UTF-8, not JSON
+            ok = False
+        if not ok:
+            # Signed but malformed: the sender's error, refused before Bolt trips on it.
+            log.info("malformed Slack payload refused")
+            return web.json_response({"error": "malformed payload"}, status=400)
+        bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers={**headers})
+        return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
+
+    async def healthz(request: web.Request) -> web.Response:
+        checks = {"database": await _healthy(services.db.healthcheck)}
+        if extra_health is not None:
+            checks["socket"] = await _healthy(extra_health)
+        ok = all(checks.values()) and not services.worker.closed
+        return web.json_response({"ok": ok, **checks}, status=200 if ok else 503)
+
+    async def metrics(request: web.Request) -> web.Response:
+        REGISTRY.set("support_bot_background_jobs", services.worker.pending)
+        return web.Response(text=REGISTRY.render_prometheus(), content_type="text/plain")
+
+    async def startup(_: web.Application) -> None:
+        # Before the site listens: re-run messages keep their place in their threads.
+        await recover(services)
+
+    app.on_startup.append(startup)
+    if http_events:
+        app.router.add_post(EVENTS_PATH, events)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+
+    async def shutdown(_: web.Application) -> None:
+        await drain(services)
+        if on_close is not None:
+            await on_close()
+
+    app.on_shutdown.append(shutdown)
+    return app
+
+
+async def drain(services: BotServices) -> None:
+    """Stop taking work, finish (or hand back) in-flight invocations, then close."""
+    finished = await services.worker.drain(services.settings.shutdown_timeout_seconds)
+    drain_runner = getattr(services.runner, "drain", None)
+    if drain_runner is not None:
+        await drain_runner()
+    log.info("drained", extra={"clean": finished})
+
+
+def _signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:
+    try:
+        return verifier.is_valid_request(body, headers)
+    except ValueError:  # a timestamp header that is not a number
+        return False
+
+
+async def _healthy(check: HealthCheck) -> bool:
+    try:
+        # A check may return nothing (healthy unless it raises) or an explicit bool.
+        return (await check()) is not False
+    except Exception:
+        log.warning("health check failed", exc_info=True)
+        return False

@@ -1,0 +1,242 @@
+"""Every Slack route the bot serves, registered in one place."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.context.async_context import AsyncBoltContext
+
+from bot.slack.actions import ThreadActions
+from bot.slack.blocks import handoff_modal, home_view
+from bot.slack.command_args import (
+    CommandSyntaxError,
+    ThreadRef,
+    parse_handoff_args,
+    parse_summary_args,
+)
+from bot.slack.conversation import Conversation
+from bot.slack.messages import parse_message
+from bot.slack.services import BotServices
+
+log = logging.getLogger(__name__)
+
+SUMMARY_SHORTCUT = "summarize_thread"
+HANDOFF_SHORTCUT = "handoff_thread"
+HANDOFF_MODAL = "handoff_modal"
+
+
+def register(app: AsyncApp, services: BotServices) -> None:
+    """Attach all listeners. The app runs with `process_before_response=True`: each
+    listener acks at once and hands slow work to `services.worker`, which keeps the
+    task references and bounds concurrency."""
+    conversation = Conversation(services)
+    actions = ThreadActions(services)
+    worker = services.worker
+
+    async def on_message(
+        body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        msg = parse_message(
+            event,
+            team_id=body.get("team_id") or context.team_id or "",
+            bot_user_id=context.bot_user_id or services.bot_user_id,
+            bot_id=context.bot_id,
+            answer_bots=services.settings.bot_answers_other_bots,
+            event_id=body.get("event_id"),
+        )
+        if msg is None:
+            return
+        delivery: dict[str, Any] = {"event_id": msg.event_id, "channel": msg.channel, "ts": msg.ts}
+        if not services.deliveries.first(**delivery):
+            return
+        try:
+            # Durable before the ack: a crash after this point loses nothing (bot.slack.recovery).
+            accepted = await conversation.accept(msg)
+        except BaseException:
+            # Answer 500 so Slack redelivers; the redelivery must not look like a duplicate.
+            services.deliveries.forget(**delivery)
+            raise
+        if not accepted:
+            return
+        # Shutting down: the message stays accepted and the next start-up answers it.
+        if not worker.closed:
+            worker.submit((msg.team_id, msg.channel, msg.root_ts), lambda: conversation.handle(msg))
+
+    app.event("app_mention")(on_message)
+    app.event("message")(on_message)
+
+    async def on_home(event: dict[str, Any]) -> None:
+        user = event.get("user")
+        if isinstance(user, str) and user:
+            worker.spawn(services.client.views_publish(user_id=user, view=home_view()))
+
+    app.event("app_home_opened")(on_home)
+
+    def replier(respond: AsyncRespond) -> Any:
+        async def reply(text: str, blocks: list[dict[str, Any]] | None) -> None:
+            await respond(
+                text=text, blocks=blocks, response_type="ephemeral", replace_original=False
+            )
+
+        return reply
+
+    async def on_summary(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        team, user = _who(command)
+        if team is None or user is None:
+            await ack(text=INCOMPLETE_COMMAND)
+            return
+        try:
+            args = parse_summary_args(command.get("text", ""))
+        except CommandSyntaxError as exc:
+            await ack(text=str(exc))
+            return
+        await ack(text="Summarising…")
+        worker.spawn(
+            actions.summarize(
+                team_id=team,
+                user=user,
+                ref=args.thread,
+                public=args.public,
+                reply=replier(respond),
+            )
+        )
+
+    async def on_handoff(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        team, user = _who(command)
+        if team is None or user is None:
+            await ack(text=INCOMPLETE_COMMAND)
+            return
+        try:
+            args = parse_handoff_args(command.get("text", ""))
+        except CommandSyntaxError as exc:
+            await ack(text=str(exc))
+            return
+        await ack(text="Handing off…")
+        worker.spawn(
+            actions.handoff(
+                team_id=team,
+                user=user,
+                ref=args.thread,
+                person=args.person,
+                agent=args.agent,
+                note=args.note,
+                reply=replier(respond),
+            )
+        )
+
+    app.command("/summary")(on_summary)
+    app.command("/handoff")(on_handoff)
+
+    async def on_summary_shortcut(
+        ack: AsyncAck, shortcut: dict[str, Any], respond: AsyncRespond
+    ) -> None:
+        await ack()
+        where = _shortcut_thread(shortcut)
+        if where is None:
+            return
+        team, user, ref = where
+        worker.spawn(
+            actions.summarize(
+                team_id=team, user=user, ref=ref, public=False, reply=replier(respond)
+            )
+        )
+
+    async def on_handoff_shortcut(ack: AsyncAck, shortcut: dict[str, Any]) -> None:
+        await ack()
+        where = _shortcut_thread(shortcut)
+        trigger = shortcut.get("trigger_id")
+        if where is None or not isinstance(trigger, str):
+            return
+        team, _, ref = where
+        meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
+        view = handoff_modal(private_metadata=json.dumps(meta), agents=actions.handoff_agents())
+        worker.spawn(services.client.views_open(trigger_id=trigger, view=view))
+
+    app.shortcut(SUMMARY_SHORTCUT)(on_summary_shortcut)
+    app.shortcut(HANDOFF_SHORTCUT)(on_handoff_shortcut)
+
+    async def on_handoff_submit(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        values = _path(view, "state", "values")
+        person = _text(_path(values, "person", "value", "selected_user"))
+        agent = _text(_path(values, "agent", "value", "selected_option", "value"))
+        note = _text(_path(values, "note", "value", "value")) or ""
+        meta = _metadata(view.get("private_metadata"))
+        user = _text(_path(body, "user", "id"))
+        if meta is None or user is None:
+            await ack()
+            return
+        if bool(person) == bool(agent):
+            await ack(
+                response_action="errors",
+                errors={"person": "Pick either a person or an agent (not both)."},
+            )
+            return
+        await ack()
+        ref = ThreadRef(channel=meta["channel"], thread_ts=meta["thread_ts"])
+
+        async def reply(text: str, blocks: list[dict[str, Any]] | None) -> None:
+            await services.client.chat_postEphemeral(
+                channel=ref.channel, user=user, thread_ts=ref.thread_ts, text=text, blocks=blocks
+            )
+
+        worker.spawn(
+            actions.handoff(
+                team_id=meta["team"],
+                user=user,
+                ref=ref,
+                person=person,
+                agent=agent,
+                note=note,
+                reply=reply,
+            )
+        )
+
+    app.view(HANDOFF_MODAL)(on_handoff_submit)
+
+
+INCOMPLETE_COMMAND = "That command arrived without its team or user, so I can't act on it."
+
+
+def _path(data: Any, *keys: str) -> Any:
+    """`data[k1][k2]...`, or None where any step is missing or not an object."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _who(command: dict[str, Any]) -> tuple[str | None, str | None]:
+    return _text(command.get("team_id")), _text(command.get("user_id"))
+
+
+def _metadata(raw: Any) -> dict[str, str] | None:
+    """The modal's private metadata, if it is the object `on_handoff_shortcut` wrote."""
+    try:
+        meta = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    keys = ("team", "channel", "thread_ts")
+    if not isinstance(meta, dict) or not all(_text(meta.get(k)) for k in keys):
+        return None
+    return {k: meta[k] for k in keys}
+
+
+def _shortcut_thread(shortcut: dict[str, Any]) -> tuple[str, str, ThreadRef] | None:
+    """(team, user, thread) of a message shortcut, or None when the payload lacks them."""
+    team, user = _text(_path(shortcut, "team", "id")), _text(_path(shortcut, "user", "id"))
+    channel = _text(_path(shortcut, "channel", "id"))
+    ts = _text(_path(shortcut, "message", "thread_ts")) or _text(_path(shortcut, "message", "ts"))
+    if team is None or user is None or channel is None or ts is None:
+        return None
+    return team, user, ThreadRef(channel=channel, thread_ts=ts)
+
+
+__all__ = ["HANDOFF_MODAL", "HANDOFF_SHORTCUT", "SUMMARY_SHORTCUT", "register"]

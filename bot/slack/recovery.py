@@ -1,0 +1,169 @@
+"""Start-up sweep: finish the messages a previous process accepted but never answered.
+
+A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. For each:
+
+- never started (`accepted`): nothing reached the thread yet, so the message is queued
+  again behind its thread and answered normally;
+- started: the user's message is stored (appended here if the crash came first), and
+  the thread gets exactly one answer: the reply, when the invocation had finished and
+  only the posting was lost, otherwise "I was restarted before I could answer ... a
+  person will follow up", and the thread is flagged. A placeholder that no longer says
+  "thinking" means the answer landed before the crash, and nothing more is posted.
+
+On SQLite the database has one owning process, so every row left by another owner is
+an orphan. A shared PostgreSQL may have live peers, so there only rows older than
+`STALE_AFTER_S` (longer than any invocation can run) are taken over.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from agents.events import Event, Part
+from agents.metrics import REGISTRY
+from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
+from bot.slack.conversation import Conversation, Outcome
+from bot.slack.messages import IncomingMessage
+from bot.slack.services import BotServices
+from storage.inflight import InflightRecord
+from storage.threads import ThreadKey
+
+log = logging.getLogger(__name__)
+
+STALE_AFTER_S = 900.0
+_THREAD_PAGE = 200
+
+
+@dataclass
+class RecoveryReport:
+    """What the sweep found: messages queued again, and started ones it finishes."""
+
+    requeued: int = 0
+    resumed: int = 0
+
+
+async def recover(services: BotServices, *, now: float | None = None) -> RecoveryReport:
+    """Take over orphaned in-flight messages and queue their work on `services.worker`.
+
+    Call before serving events, so that re-run messages keep their place ahead of new
+    ones in the same thread.
+    """
+    db, report = services.db, RecoveryReport()
+    now = time.time() if now is None else now
+    rows = await db.inflight.left_by_others(services.owner)
+    if not getattr(db.gate, "is_sqlite", False):
+        rows = [r for r in rows if r.accepted_at <= now - STALE_AFTER_S]
+    conversation = Conversation(services)
+    resumer = Resumer(conversation)
+    for row in rows:
+        if not await db.inflight.take_over(row, owner=services.owner):
+            continue
+        msg = IncomingMessage.from_record(row.message)
+        key = (row.team_id, row.channel_id, row.thread_ts)
+        if row.stage == "accepted":
+            services.worker.submit(key, partial(conversation.handle, msg))
+            report.requeued += 1
+        else:
+            services.worker.submit(key, partial(resumer.resume, row))
+            report.resumed += 1
+    if rows:
+        REGISTRY.inc("support_bot_recovered_messages_total", report.requeued, stage="accepted")
+        REGISTRY.inc("support_bot_recovered_messages_total", report.resumed, stage="started")
+        log.warning("recovering interrupted messages", extra=report.__dict__)
+    return report
+
+
+class Resumer:
+    """Finishes one started-but-unanswered message after a crash."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.c = conversation
+        self.s = conversation.s
+
+    async def resume(self, row: InflightRecord) -> None:
+        key = ThreadKey(team_id=row.team_id, channel_id=row.channel_id, thread_ts=row.thread_ts)
+        events = await self._events_with_user_message(key, row)
+        placeholder = row.placeholder_ts or await self._untracked_placeholder(key, row)
+        if placeholder is not None:
+            state = await self._message_text(key, placeholder)
+            if state is not None and state != THINKING_TEXT:
+                # The answer (or a notice) replaced the placeholder before the crash.
+                await self.s.db.inflight.finish(row.key)
+                return
+            if state is None:
+                placeholder = None
+        outcome = Outcome()
+        for event in events:
+            if event.invocation_id == row.invocation_id and event.author != "user":
+                outcome.observe(event)
+        if outcome.reply is not None and outcome.error is None:
+            await self.c.conclude(key, row.key, placeholder, outcome)
+        else:
+            await self.c.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
+
+    async def _events_with_user_message(self, key: ThreadKey, row: InflightRecord) -> list[Event]:
+        """The session's events, after storing the user's message if the crash beat it."""
+        db = self.s.db
+        record = await db.threads.get(key)
+        if record is None:
+            return []
+        session = await db.sessions.get_session(
+            app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
+        )
+        if session is None:
+            session = await db.sessions.create_session(
+                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
+            )
+        events: list[Event] = list(session.events)
+        if not any(e.author == "user" and e.slack_ts == row.message_ts for e in events):
+            text = str(row.message.get("text", ""))
+            stored = await db.sessions.append_event(
+                session,
+                Event(
+                    author="user",
+                    invocation_id=row.invocation_id or "recovered",
+                    parts=(Part(text=text),),
+                    slack_ts=row.message_ts,
+                ),
+            )
+            events.append(stored)
+        return events
+
+    async def _thread_messages(self, key: ThreadKey, around: str) -> list[dict[str, Any]]:
+        try:
+            resp = await self.s.client.conversations_replies(
+                channel=key.channel_id,
+                ts=key.thread_ts,
+                oldest=around,
+                inclusive=True,
+                limit=_THREAD_PAGE,
+            )
+        except SlackApiError as exc:
+            log.info("thread not readable: %s", exc.response.get("error"))
+            return []
+        return list(resp.get("messages") or [])
+
+    async def _message_text(self, key: ThreadKey, ts: str) -> str | None:
+        """The current text of our message `ts`, or None when it is gone."""
+        for message in await self._thread_messages(key, ts):
+            if message.get("ts") == ts:
+                return str(message.get("text") or "")
+        return None
+
+    async def _untracked_placeholder(self, key: ThreadKey, row: InflightRecord) -> str | None:
+        """A "thinking" message posted after the user's but killed before its ts was
+        recorded: the first such message of ours later in the thread."""
+        for message in await self._thread_messages(key, row.message_ts):
+            if (
+                message.get("bot_id")
+                and message.get("text") == THINKING_TEXT
+                and float(message.get("ts", 0)) > float(row.message_ts)
+            ):
+                return str(message["ts"])
+        return None

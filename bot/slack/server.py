@@ -1,0 +1,95 @@
+"""Running the bot: HTTP mode and Socket Mode, each until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Any
+
+from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+from bot.config import Settings, secret
+from bot.digests.scheduler import start_scheduler
+from bot.slack.app import build_bolt_app, build_web_app, create_services
+from bot.wiring import build_digest_job
+
+log = logging.getLogger(__name__)
+
+
+async def wait_for_signal() -> None:
+    """Return on the first SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def run_web(web_app: web.Application, settings: Settings, stop: Any = None) -> None:
+    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes.
+
+    aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
+    """
+    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()
+    log.info("listening", extra={"port": settings.port})
+    try:
+        await (stop if stop is not None else wait_for_signal())
+    finally:
+        await runner.cleanup()
+
+
+async def serve_http(settings: Settings, **engine: Any) -> None:
+    """HTTP mode: signed requests on POST /slack/events."""
+    services, slack = await create_services(settings, **engine)
+    scheduler = start_jobs(services)
+    bolt = build_bolt_app(services)
+    on_close = _closer(services, slack, scheduler)
+    await run_web(build_web_app(services, bolt, on_close=on_close), settings)
+
+
+async def serve_socket(settings: Settings, **engine: Any) -> None:
+    """Socket Mode: events over a WebSocket; /healthz and /metrics still on PORT."""
+    services, slack = await create_services(settings, **engine)
+    scheduler = start_jobs(services)
+    bolt = build_bolt_app(services, verify_requests=False)
+    handler = socket_handler(bolt, settings, services.client)
+
+    async def close() -> None:
+        await handler.close_async()
+        await _closer(services, slack, scheduler)()
+
+    web_app = build_web_app(
+        services, bolt, http_events=False, extra_health=handler.client.is_connected, on_close=close
+    )
+    await handler.connect_async()
+    await run_web(web_app, settings)
+
+
+def socket_handler(bolt: Any, settings: Settings, client: Any) -> AsyncSocketModeHandler:
+    """Bolt's aiohttp Socket Mode handler on the shared Web API client."""
+    return AsyncSocketModeHandler(
+        bolt, app_token=secret(settings.slack_app_token), web_client=client
+    )
+
+
+def start_jobs(services: Any) -> AsyncIOScheduler:
+    """The digest scheduler and delivery expiry, on this process's event loop."""
+    job = build_digest_job(services.settings, services.db, services.summarizer, services.client)
+    return start_scheduler(services.settings, services.db, job)
+
+
+def _closer(services: Any, slack: Any, scheduler: AsyncIOScheduler) -> Any:
+    async def close() -> None:
+        scheduler.shutdown(wait=False)
+        await slack.close()
+        close_db = getattr(services.db, "close", None)
+        if close_db is not None:
+            await close_db()
+
+    return close

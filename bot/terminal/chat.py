@@ -1,0 +1,326 @@
+"""`support-bot chat`: the product in a terminal, on the same runner, tree and storage.
+
+Each line is a user message in a local "thread": a row of the same thread map Slack
+threads use (team `local`, channel `terminal`), so the same session storage, compaction
+and summary agent run, and a chat resumes after a restart. Replies are prefixed with the
+agent that owns them (`[billing_agent] ...`), after the transfers that led there
+(`support_supervisor → billing_agent`).
+
+Local commands: `/summary` prints the validated handoff record as plain text (or the
+validator's problems: never unchecked text); `/handoff <agent>` continues in a new
+session that starts from that record, as the Slack command does; `/handoff <person>`
+marks the thread handed off and prints the record; `/new`, `/threads`, `/open <n>`,
+`/help`, `/quit`.
+
+Piped (`printf 'my order A-1001 is late\\n/summary\\n' | support-bot chat`) it prints
+nothing but replies and command results on stdout; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import sqlalchemy as sa
+
+from bot.config import Settings
+from bot.slack.actions import hand_to_agent, handoff_agents
+from bot.slack.blocks import transfer_line
+from bot.slack.conversation import Outcome
+from bot.threads.summaries import SummaryView, summarize_session
+from storage.schema import threads
+from storage.threads import ThreadKey, ThreadRecord
+
+log = logging.getLogger(__name__)
+
+LOCAL_TEAM = "local"
+LOCAL_CHANNEL = "terminal"
+PROMPT = "you> "
+MAX_LISTED = 20
+
+HELP = """\
+/summary           the validated handoff record of this thread
+/handoff <agent>   continue with <agent> in a new session that starts from the record
+/handoff <person>  hand the thread to a person: mark it handed off, print the record
+/new               start a new thread
+/threads           list your local threads
+/open <n>          switch to thread <n> of /threads
+/quit              leave; the thread resumes next time"""
+
+
+@dataclass
+class ChatContext:
+    """What the chat drives: settings, storage, the runner and the summary service."""
+
+    settings: Settings
+    db: Any
+    runner: Any
+    summarizer: Any
+
+
+class TerminalChat:
+    """One person's chat: the current local thread and the commands around it."""
+
+    def __init__(self, ctx: ChatContext, *, user_id: str, out: TextIO, interactive: bool) -> None:
+        self.ctx = ctx
+        self.user_id = user_id
+        self.out = out
+        self.interactive = interactive
+        self.record: ThreadRecord | None = None
+
+    def say(self, text: str) -> None:
+        """A reply or a command's result: always shown."""
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        """Chatter for a person at a terminal (banners, hints): never in piped output."""
+        if self.interactive:
+            self.say(text)
+
+    async def resume(self) -> None:
+        """Continue the user's most recently active local thread, if there is one."""
+        recent = await self.local_threads(limit=1)
+        if recent:
+            self.record = recent[0]
+            self.note(f"Resuming thread {self.record.thread_ts}. /new starts another, /help.")
+        else:
+            self.note("New thread. /help lists the commands.")
+
+    async def handle(self, line: str) -> bool:
+        """Act on one input line; False when the chat should end."""
+        text = line.strip()
+        if not text:
+            return True
+        if not text.startswith("/"):
+            await self.send(text)
+            return True
+        name, _, arg = text.partition(" ")
+        arg = arg.strip()
+        if name in ("/quit", "/exit"):
+            return False
+        if name == "/help":
+            self.say(HELP)
+        elif name == "/summary":
+            await self.summary()
+        elif name == "/handoff":
+            await self.handoff(arg)
+        elif name == "/new":
+            self.record = None
+            self.say("Started a new thread.")
+        elif name == "/threads":
+            await self.list_threads()
+        elif name == "/open":
+            await self.open(arg)
+        else:
+            self.say(f"Unknown command {name}. Commands:\n{HELP}")
+        return True
+
+    async def send(self, text: str) -> None:
+        """Run one user message through the runner and print the owning agent's reply."""
+        record = await self._ensure_thread()
+        outcome = Outcome()
+        async for event in self.ctx.runner.run_async(
+            user_id=record.user_id, session_id=record.session_id, message=text
+        ):
+            outcome.observe(event)
+        if len(outcome.path) > 1:
+            self.say(transfer_line(outcome.path))
+        key = record.key
+        if outcome.error is not None or outcome.reply is None:
+            failed = outcome.error
+            await self.ctx.db.threads.flag(key, failed.error_code if failed else "no_reply")
+            author = failed.author if failed else (outcome.path or ["bot"])[-1]
+            self.say(f"[{author}] {failed.text if failed else 'No reply.'}")
+            return
+        reply = outcome.reply
+        self.say(f"[{reply.author}] {reply.text}")
+        await self.ctx.db.threads.touch(key, now=time.time(), owner_agent=reply.author)
+
+    async def summary(self) -> None:
+        loaded = await self._session()
+        if loaded is None:
+            return
+        self.say(_summary_text(await self._summarize(loaded)))
+
+    async def handoff(self, target: str) -> None:
+        agents = handoff_agents(self.ctx.runner.agent)
+        if not target:
+            self.say(f"Usage: /handoff <agent|person>. Agents: {', '.join(agents)}.")
+            return
+        if target not in agents and self.ctx.runner.agent.find_agent(target) is not None:
+            self.say(f"{target} is a workflow step; hand off to one of: {', '.join(agents)}.")
+            return
+        loaded = await self._session()
+        if loaded is None:
+            return
+        assert self.record is not None
+        view = await self._summarize(loaded)
+        key = self.record.key
+        if target in agents:
+            await hand_to_agent(self.ctx.db, key, self.record, loaded, target, view.plain)
+            self.record = await self.ctx.db.threads.get(key)
+            self.say(f"Handed off to {target}, in a new session that starts from:")
+        else:
+            await self.ctx.db.threads.set_status(key, "handed_off")
+            self.say(f"Handed off to {target}.")
+        self.say(_summary_text(view))
+
+    async def list_threads(self) -> None:
+        rows = await self.local_threads(limit=MAX_LISTED)
+        if not rows:
+            self.say("No threads yet.")
+            return
+        for number, row in enumerate(rows, start=1):
+            current = "*" if self.record and row.thread_ts == self.record.thread_ts else " "
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.last_activity_at))
+            flag = f"  flagged: {row.attention_reason}" if row.needs_attention else ""
+            self.say(
+                f"{current}{number:>3}  {row.thread_ts}  {when}  {row.status:<10}  "
+                f"{row.owner_agent or '-'}{flag}"
+            )
+
+    async def open(self, arg: str) -> None:
+        rows = await self.local_threads(limit=MAX_LISTED)
+        chosen = next((r for r in rows if r.thread_ts == arg), None)
+        if chosen is None and arg.isdigit() and 1 <= int(arg) <= len(rows):
+            chosen = rows[int(arg) - 1]
+        if chosen is None:
+            self.say(f"No thread {arg!r}; /threads lists them.")
+            return
+        self.record = chosen
+        self.say(f"Switched to thread {chosen.thread_ts}.")
+
+    async def local_threads(self, *, limit: int) -> list[ThreadRecord]:
+        """This user's local threads, most recently active first."""
+        query = (
+            sa.select(threads)
+            .where(
+                threads.c.team_id == LOCAL_TEAM,
+                threads.c.channel_id == LOCAL_CHANNEL,
+                threads.c.user_id == self.user_id,
+            )
+            .order_by(threads.c.last_activity_at.desc())
+            .limit(limit)
+        )
+
+        async def tx(conn: Any) -> list[ThreadRecord]:
+            return [
+                ThreadRecord.model_validate(dict(r._mapping)) for r in await conn.execute(query)
+            ]
+
+        rows: list[ThreadRecord] = await self.ctx.db.gate.read(tx)
+        return rows
+
+    async def _ensure_thread(self) -> ThreadRecord:
+        db, now = self.ctx.db, time.time()
+        record = self.record
+        if record is None:
+            key = ThreadKey(team_id=LOCAL_TEAM, channel_id=LOCAL_CHANNEL, thread_ts=f"{now:.6f}")
+            record = await db.threads.create(
+                key,
+                session_id=f"local-{key.thread_ts}",
+                app_name=self.ctx.settings.app_name,
+                user_id=self.user_id,
+                now=now,
+            )
+        elif record.status != "active":
+            # Typing into a handed-off thread brings it back to the bot, as a mention does.
+            await db.threads.set_status(record.key, "active")
+        session = await db.sessions.get_session(
+            app_name=record.app_name,
+            user_id=record.user_id,
+            session_id=record.session_id,
+            since_compaction=True,
+        )
+        if session is None:
+            await db.sessions.create_session(
+                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
+            )
+        self.record = await db.threads.get(record.key) or record
+        return self.record
+
+    async def _session(self) -> Any:
+        """The current thread's whole session, or None (after saying why)."""
+        session = None
+        if self.record is not None:
+            session = await self.ctx.db.sessions.get_session(
+                app_name=self.record.app_name,
+                user_id=self.record.user_id,
+                session_id=self.record.session_id,
+            )
+        if session is None or not session.events:
+            self.say("Nothing to summarise yet: this thread has no messages.")
+            return None
+        return session
+
+    async def _summarize(self, session: Any) -> SummaryView:
+        return await summarize_session(self.ctx.summarizer, session, links=None)
+
+
+def _summary_text(view: SummaryView) -> str:
+    if view.ok:
+        return view.plain
+    listed = "\n".join(f"- {p}" for p in view.problems)
+    return f"No validated summary: the summary failed validation.\n{listed}"
+
+
+async def run_chat(
+    settings: Settings,
+    *,
+    user_id: str,
+    interactive: bool,
+    out: TextIO,
+    stdin: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Open storage and the models, then read lines until `/quit` or end of input."""
+    import asyncio
+
+    from agents.models.litellm_model import preload_litellm
+    from bot.terminal.lines import LineReader
+    from bot.wiring import build_runner, build_summarizer, open_models
+    from storage.database import Database
+    from storage.errors import StorageError
+
+    # litellm takes seconds to import: pay it while the person reads the prompt and types,
+    # not on the first reply.
+    started = time.perf_counter()
+    preload = asyncio.create_task(preload_litellm())
+
+    def preloaded(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            seconds = round(time.perf_counter() - started, 2)
+            log.info("litellm preloaded", extra={"seconds": seconds})
+
+    preload.add_done_callback(preloaded)
+    db = await Database.open(settings.database_url)
+    try:
+        async with open_models(settings, stderr=stderr) as models:
+            ctx = ChatContext(
+                settings=settings,
+                db=db,
+                runner=build_runner(settings, db, models),
+                summarizer=build_summarizer(settings, db, models),
+            )
+            chat = TerminalChat(ctx, user_id=user_id, out=out, interactive=interactive)
+            chat.note(f"support-bot chat on {models.label}, as {user_id}.")
+            await chat.resume()
+            log.info("chat ready", extra={"interactive": interactive})
+            reader = LineReader(prompt=PROMPT, interactive=interactive, stdin=stdin)
+            while (line := await reader.read()) is not None:
+                try:
+                    if not await chat.handle(line):
+                        break
+                except StorageError as exc:
+                    log.error("chat turn failed: %s", exc)
+                    chat.say(f"[error] {exc}")
+            # Compaction runs after each reply; let the last one finish before closing.
+            await ctx.runner.drain()
+    finally:
+        if not preload.done():
+            preload.cancel()
+        await db.close()
+    return 0

@@ -1,0 +1,86 @@
+"""Thread summaries for Slack and the terminal: run the summary agent, render what it
+validated.
+
+The summariser is anything with `async summarize(session)` returning either an object
+with a validated `record` (`agents.summary.record.HandoffRecord`) or one with
+`problems` (no summary). Unchecked text is never shown: without a record, the
+rendering says so, lists the problems and links the thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agents.session import Session
+from agents.summary.record import HandoffRecord
+from agents.summary.render import to_blocks, to_text
+from bot.slack.blocks import Block
+from bot.slack.mrkdwn import escape
+from bot.slack.permalinks import ThreadLinks
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    """A summary outcome ready to post: text fallback, blocks, plain text, problems."""
+
+    ok: bool
+    text: str
+    blocks: list[Block]
+    plain: str
+    problems: tuple[str, ...] = ()
+
+
+async def summarize_session(
+    summarizer: Any, session: Session, *, links: ThreadLinks | None
+) -> SummaryView:
+    """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
+    turns each citation into a link to its Slack message."""
+    result = await summarizer.summarize(session)
+    record = getattr(result, "record", None)
+    if isinstance(record, HandoffRecord):
+        return render_record(record, session=session, links=links)
+    problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
+    return render_no_summary(problems, links=links)
+
+
+def render_record(
+    record: HandoffRecord, *, session: Session, links: ThreadLinks | None
+) -> SummaryView:
+    """Block Kit for a validated record; each citation links to the Slack message it cites."""
+    plain = to_text(record, source_session_id=session.id)
+    blocks = to_blocks(
+        record,
+        events=session.events,
+        link_for=links.link_for if links is not None else None,
+        title="Thread summary",
+    )
+    if links is not None:
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": f"Validated summary of <{links.thread_link}|this thread>",
+                    }
+                ],
+            }
+        )
+    return SummaryView(ok=True, text=escape(plain)[:3000], blocks=blocks, plain=plain)
+
+
+def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -> SummaryView:
+    """The honest failure: no summary passed validation; here is why, and the thread."""
+    listed = "\n".join(f"• {escape(p)}" for p in problems[:10])
+    where = f"<{links.thread_link}|this thread>" if links is not None else "this thread"
+    text = (
+        f"No validated summary is available for {where}. The summary failed validation:\n{listed}"
+    )
+    return SummaryView(
+        ok=False,
+        text=text,
+        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
+        plain=f"No validated summary. Problems: {'; '.join(problems)}",
+        problems=problems,
+    )

@@ -1,0 +1,218 @@
+"""The agent engine the bot drives, built from settings: models, runner and summariser.
+
+Which model the bot runs on is decided here and only here, for every entry point
+(`serve`, `socket`, `chat`, `digest`, `eval`):
+
+- `MODEL` set to a litellm model string: that model, reached through litellm with
+  `MODEL_API_BASE` / `MODEL_API_KEY` (a hosted API, or any OpenAI-compatible server).
+- `MODEL` unset (or `local`): the embedded local model (`bot.local_model.server`), started on
+  127.0.0.1 for the life of the process and reached through litellm like any other model,
+  with prompted tool calls.
+
+`SUMMARY_MODEL` and `COMPACTION_MODEL` default to whatever `MODEL` resolved to::
+
+    async with open_models(settings) as models:
+        runner = build_runner(settings, db, models)
+        summarizer = build_summarizer(settings, db, models)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
+from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
+from agents.runner import Runner
+from agents.tree import build_support_tree
+from bot.config import Settings, secret
+from bot.digests.job import DigestJob
+
+if TYPE_CHECKING:
+    from bot.local_model.server import LocalEndpoint
+
+NO_KEY = "sk-no-key"
+LOCAL_MODEL_NAMES = ("", "local")
+"""`MODEL` values that select the embedded local model (so does leaving it unset)."""
+
+ModelRef = Model | str
+
+
+class LocalModelNotStarted:
+    """Stands in for the embedded model when something builds the engine without
+    starting it (`open_models` does): building works, and any call fails as a typed
+    model error, which the runner turns into an error event."""
+
+    name = "local"
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        raise ModelError(
+            "MODEL is not set, so the embedded local model is used, but it was not started "
+            "(start it with bot.wiring.open_models)",
+            code="model_unavailable",
+        )
+
+
+LOCAL_REPETITION_PENALTY = 1.05
+
+
+def uses_local_model(settings: Settings) -> bool:
+    """True when `MODEL` is unset or `local`: the bot runs on the embedded model."""
+    return settings.model is None or settings.model.strip() in LOCAL_MODEL_NAMES
+
+
+def model_factory(settings: Settings) -> Callable[[str], Model]:
+    """Resolve litellm model strings with the configured API base and key."""
+
+    def make(name: str) -> Model:
+        from agents.models.litellm_model import LiteLlmModel
+
+        return LiteLlmModel(name, api_base=settings.model_api_base, api_key=_api_key(name))
+
+    def _api_key(name: str) -> str | None:
+        key = secret(settings.model_api_key)
+        if key or not settings.model_api_base or not name.startswith("openai/"):
+            return key
+        # A local OpenAI-compatible server needs no key, but litellm's client insists on one.
+        return None if os.environ.get("OPENAI_API_KEY") else NO_KEY
+
+    return make
+
+
+@dataclass(frozen=True)
+class Models:
+    """The models one process runs on, resolved from settings once.
+
+    `main` is the tree's default (`MODEL`); `summary` and `compaction` default to it.
+    Each is a litellm model string (resolved by `factory`) or a ready `Model`.
+    """
+
+    main: ModelRef
+    summary: ModelRef
+    compaction: ModelRef
+    factory: Callable[[str], Model]
+    label: str
+
+    def resolve(self, ref: ModelRef) -> Model:
+        """A `Model` for `ref`."""
+        return self.factory(ref) if isinstance(ref, str) else ref
+
+
+def configured_models(settings: Settings, local: LocalEndpoint | None = None) -> Models:
+    """The models `settings` name; `local` is the running embedded model, used only when
+    `MODEL` is unset (without it, calls fail with `LocalModelNotStarted`'s error)."""
+    factory = model_factory(settings)
+    main: ModelRef
+    if uses_local_model(settings):
+        if local is None:
+            main, label = LocalModelNotStarted(), "local (not started)"
+        else:
+            main = local.litellm_model()
+            label = f"{local.model} (embedded, {local.api_base})"
+    else:
+        assert settings.model is not None
+        main = settings.model
+        label = settings.model + (
+            f" at {settings.model_api_base}" if settings.model_api_base else ""
+        )
+    return Models(
+        main=main,
+        summary=settings.summary_model or main,
+        compaction=settings.compaction_model or main,
+        factory=factory,
+        label=label,
+    )
+
+
+@asynccontextmanager
+async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> AsyncIterator[Models]:
+    """The process's models; starts the embedded model (progress on `stderr`) when `MODEL`
+    is unset, and stops it on exit. Raises `bot.local_model.weights.LocalModelError` with
+    instructions when the embedded model is not installed."""
+    if not uses_local_model(settings):
+        yield configured_models(settings)
+        return
+    from bot.local_model.server import LocalModelServer
+
+    server = LocalModelServer(stderr=stderr)
+    endpoint = await server.start()
+    try:
+        yield configured_models(settings, endpoint)
+    finally:
+        await server.stop()
+
+
+def build_runner(settings: Settings, db: Any, models: Models | None = None) -> Runner:
+    """The support tree over the database's session service, compacting after each
+    invocation on `COMPACTION_MODEL` (default: `MODEL`)."""
+    models = models or configured_models(settings)
+    summarizer = LlmEventSummarizer(models.resolve(models.compaction))
+    compactor = Compactor(
+        db.sessions,
+        EventsCompactionConfig(
+            summarizer=summarizer,
+            compaction_interval=settings.compaction_interval,
+            overlap_size=settings.compaction_overlap,
+        ),
+    )
+    return Runner(
+        agent=build_support_tree(model=models.main),
+        app_name=settings.app_name,
+        session_service=db.sessions,
+        model_factory=models.factory,
+        after_invocation=[compactor],
+    )
+
+
+def build_summarizer(
+    settings: Settings,
+    db: Any = None,
+    models: Models | None = None,
+    *,
+    validator: Any = None,
+    shadow_validator: Any = None,
+) -> Any:
+    """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`); each run's
+    metrics are stored when a database is given. `validator` replaces the configured one
+    and `shadow_validator` scores each first answer alongside (both for evaluations)."""
+    from agents.summary.service import SummaryService
+    from agents.summary.validator import Validator
+
+    models = models or configured_models(settings)
+    local = _summaries_on_local_model(settings)
+    return SummaryService(
+        models.summary,
+        model_factory=models.factory,
+        validator=validator or Validator(ground=settings.summary_ground_citations),
+        sink=db.summary_runs if db is not None else None,
+        # Small local models loop more readily than hosted ones: damp repeats for them.
+        repetition_penalty=LOCAL_REPETITION_PENALTY if local else None,
+        # ... and drop checklist lines that one short call per line recovers.
+        complete_coverage=(
+            local
+            if settings.summary_complete_coverage is None
+            else settings.summary_complete_coverage
+        ),
+        shadow_validator=shadow_validator,
+    )
+
+
+def _summaries_on_local_model(settings: Settings) -> bool:
+    """Whether summaries run on the embedded model (no SUMMARY_MODEL of their own)."""
+    return uses_local_model(settings) and not settings.summary_model
+
+
+def build_digest_job(settings: Settings, db: Any, summarizer: Any, client: Any) -> DigestJob:
+    """The idle-thread digest pass, configured from settings."""
+    return DigestJob(
+        db=db,
+        summarizer=summarizer,
+        client=client,
+        lead_channel=settings.support_lead_channel,
+        idle_after=settings.idle_after_seconds,
+        concurrency=settings.digest_concurrency,
+        lease_seconds=settings.digest_lease_seconds,
+    )

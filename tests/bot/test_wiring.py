@@ -1,0 +1,44 @@
+"""How settings configure the summary service: one assembly for the bot and the evals."""
+
+from __future__ import annotations
+
+from agents.summary.service import SummaryService
+from agents.summary.validator import Validator
+from bot.config import Settings
+from bot.wiring import LOCAL_REPETITION_PENALTY, build_summarizer, configured_models
+
+
+def summarizer(**settings: object) -> SummaryService:
+    config = Settings(_env_file=None, **settings)  # type: ignore[call-arg]
+    service: SummaryService = build_summarizer(config, models=configured_models(config))
+    return service
+
+
+def test_embedded_model_summaries_get_completion_penalty_and_grounding() -> None:
+    service = summarizer()  # MODEL unset: the embedded model
+    assert service.complete_coverage is True
+    assert service.repetition_penalty == LOCAL_REPETITION_PENALTY
+    assert service.validator.ground is True
+
+
+def test_hosted_model_summaries_get_neither_unless_asked() -> None:
+    service = summarizer(model="openai/gpt-4o-mini")
+    assert service.complete_coverage is False
+    assert service.repetition_penalty is None
+
+    asked = summarizer(
+        model="openai/gpt-4o-mini",
+        summary_complete_coverage=True,
+        summary_ground_citations=False,
+    )
+    assert asked.complete_coverage is True
+    assert asked.validator.ground is False
+
+
+def test_an_evaluation_replaces_the_validator_and_adds_a_shadow() -> None:
+    config = Settings(_env_file=None)  # type: ignore[call-arg]
+    seed = Validator(strict=False)
+    service = build_summarizer(
+        config, models=configured_models(config), validator=seed, shadow_validator=seed
+    )
+    assert service.validator is seed and service.shadow_validator is seed
