@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext, ReadonlyContext, ToolContext
+from agents.decision import respond, step_options
 from agents.errors import AgentRuntimeError
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.history import build_contents, current_turn_contents
@@ -146,7 +147,11 @@ class LlmAgent(BaseAgent):
         model = self.resolve_model(ctx)
         request = await self.build_request(ctx, model)
         ctx.budget.spend(self.name)
-        response = await model.generate(request)
+        # Decide-first models and the pretend-action check: see agents.decision.
+        options = step_options(self, ctx, await self._instruction(ctx))
+        response = await respond(
+            model, request, options, spend=lambda: ctx.budget.spend(self.name)
+        )
         parts = response.parts or (Part(text=""),)
         event = Event(
             invocation_id=ctx.invocation_id,

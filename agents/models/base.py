@@ -95,7 +95,11 @@ class LlmResponse(BaseModel):
 
 @runtime_checkable
 class Model(Protocol):
-    """Anything that answers an `LlmRequest`. `name` appears on model-response events."""
+    """Anything that answers an `LlmRequest`. `name` appears on model-response events.
+
+    A model may also have a true `decide_first` attribute: it has no native tool calling,
+    so agents ask it for a constrained decision before a reply (`agents.decision`).
+    """
 
     name: str
 

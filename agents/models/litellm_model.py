@@ -29,6 +29,8 @@ from agents.models.retry import Failure, RetryPolicy, classify
 logger = logging.getLogger(__name__)
 
 ToolMode = Literal["native", "prompted", "auto"]
+ToolDecision = Literal["auto", "decide-first", "one-call"]
+TOOL_DECISIONS: tuple[ToolDecision, ...] = ("auto", "decide-first", "one-call")
 
 _litellm: Any = None
 
@@ -75,7 +77,11 @@ class LiteLlmModel:
     `"prompted"` (tools described in the prompt, answers in JSON; see
     `agents.models.prompted_tools`), or `"auto"`: native when
     `litellm.supports_function_calling` says so, prompted otherwise (the safe choice for
-    models litellm does not know). `extra` is passed to every `acompletion` call as is.
+    models litellm does not know). `decision` chooses how an agent step with tools uses
+    the model (see `agents.decision`): `"decide-first"` (a constrained choice, then the
+    reply or the tool's arguments), `"one-call"` (answer or call a tool in one call), or
+    `"auto"`: decide first exactly when tools go out prompted. `extra` is passed to every
+    `acompletion` call as is.
     The API key is never logged, nor shown in `repr`.
     """
 
@@ -90,16 +96,20 @@ class LiteLlmModel:
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         tool_mode: ToolMode = "native",
+        decision: ToolDecision = "auto",
         extra: dict[str, Any] | None = None,
     ) -> None:
         if tool_mode not in ("native", "prompted", "auto"):
             raise ValueError(f"tool_mode must be native, prompted or auto, not {tool_mode!r}")
+        if decision not in TOOL_DECISIONS:
+            raise ValueError(f"decision must be one of {TOOL_DECISIONS}, not {decision!r}")
         self.name = model
         self.api_base = api_base
         self._api_key = api_key
         self.timeout = timeout
         self.retry_policy = RetryPolicy(max_retries, backoff_base, backoff_max)
         self.tool_mode: ToolMode = tool_mode
+        self.decision: ToolDecision = decision
         self.extra = dict(extra or {})
         self._native_tools: bool | None = None
         self._response_format_ok = True
@@ -124,6 +134,13 @@ class LiteLlmModel:
             # what it cannot see is counted here.
             REGISTRY.inc("support_bot_model_errors_total", agent=agent, code=exc.code)
             raise
+
+    @property
+    def decide_first(self) -> bool:
+        """Whether agent steps with tools decide first (`agents.decision`)."""
+        if self.decision != "auto":
+            return self.decision == "decide-first"
+        return self.uses_prompted_tools()
 
     def uses_prompted_tools(self) -> bool:
         """Whether requests with tools go out as prompted tool calls (loads litellm for auto)."""

@@ -23,10 +23,14 @@ class ScriptedModel:
     A step is a string (text), an `LlmResponse`, an exception to raise, or a callable
     that receives the request and returns either. A call with no step left raises
     `UnexpectedModelCall`; `assert_complete()` fails if steps are left over.
+    `decide_first` plays a model without native tool calling (see `agents.decision`).
     """
 
-    def __init__(self, steps: Iterable[Step] = (), *, name: str = "scripted") -> None:
+    def __init__(
+        self, steps: Iterable[Step] = (), *, name: str = "scripted", decide_first: bool = False
+    ) -> None:
         self.name = name
+        self.decide_first = decide_first
         self._steps: deque[Step] = deque(steps)
         self.requests: list[LlmRequest] = []
 

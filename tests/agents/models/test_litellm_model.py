@@ -180,7 +180,7 @@ async def test_litellm_model_prompted_tools_round_trip(openai_server: FakeOpenAI
         json_reply({"tool": "lookup_order", "args": {"order_id": "A-1001"}}),
         json_reply({"reply": "A-1001 is late."}),
     )
-    model = make_model(openai_server, tool_mode="prompted")
+    model = make_model(openai_server, tool_mode="prompted", decision="one-call")
     conversation = Conversation(LlmAgent(name="root", tools=[lookup_order]), model)
     turn = await conversation.send("Where is A-1001?")
     assert turn == [
@@ -210,7 +210,7 @@ async def test_litellm_model_prompted_retry_tells_the_model_what_was_wrong(
         text('I will call {"tool": "lookup_order", "args": "{oops"}'),
         json_reply({"tool": "lookup_order", "args": {"order_id": "A-1"}}),
     )
-    model = make_model(openai_server, tool_mode="prompted")
+    model = make_model(openai_server, tool_mode="prompted", decision="one-call")
     request = ask("where?").model_copy(update={"tools": [FunctionTool(lookup_order).declaration()]})
     response = await model.generate(request)
     assert response.function_calls[0].args == {"order_id": "A-1"}

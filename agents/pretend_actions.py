@@ -1,0 +1,89 @@
+"""Pretend actions: replies that say an agent hands off, escalates or checks something.
+
+A small model asked to answer often writes "I will transfer your issue to the
+tech_support agent." instead of transferring, or recites its own instructions ("call
+policy_checker first"). Such a reply must never reach the user: `find_pretend_action`
+recognises it so the caller can turn it into the real action or ask again.
+
+What is recognised is generic, not a routing rule: the names of the agent's own transfer
+targets and tools (internal names a customer reply has no reason to use), first-person
+claims of a hand-off or check, and runs of words copied from the agent's instruction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+PretendKind = Literal["transfer", "tool", "claim", "recital"]
+
+# First-person claims of doing something the reply cannot do by itself being written.
+_CLAIM = re.compile(
+    r"\b(?:i(?:'ll| will| am going to|'m going to| am| have|'ve| shall)|let me|we(?:'ll| will| are"
+    r" going to|'re going to| have|'ve)|i'm)\s+(?:now\s+|just\s+|immediately\s+|quickly\s+)?"
+    r"(?:transferr?(?:ing|ed)?|transfer|forward(?:ing|ed)?|escalat(?:e|ing|ed)|hand(?:ing|ed)?"
+    r"\s+(?:you|this|it|your)|pass(?:ing|ed)?\s+(?:you|this|it|your)|connect(?:ing|ed)?\s+you"
+    r"|rout(?:e|ing|ed)|refer(?:ring|red)?\s+(?:you|this|it|your)|consult(?:ing|ed)?"
+    r"|check(?:ing|ed)?\s+(?:with|against)|verify(?:ing)?\s+with)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[a-z0-9']+")
+RECITAL_WORDS = 12
+"""A reply that repeats this many consecutive words of the instruction recites it."""
+
+
+@dataclass(frozen=True)
+class PretendAction:
+    """What a reply pretended: a `transfer` to `name`, a `tool` call of `name`, a hand-off
+    `claim` naming no one, or a `recital` of the instruction."""
+
+    kind: PretendKind
+    name: str | None = None
+
+
+def find_pretend_action(
+    text: str,
+    *,
+    targets: Sequence[str],
+    tools: Sequence[str],
+    instruction: str = "",
+) -> PretendAction | None:
+    """The pretend action in reply `text`, or None for a reply that can be shown.
+
+    A named target or tool wins over a bare claim, so that the caller can act on it.
+    """
+    if not text.strip():
+        return None
+    for kind, names in (("transfer", targets), ("tool", tools)):
+        for name in names:
+            if _mentions(text, name):
+                return PretendAction(kind, name)  # type: ignore[arg-type]
+    if _CLAIM.search(text):
+        return PretendAction("claim")
+    if instruction and _recites(text, instruction):
+        return PretendAction("recital")
+    return None
+
+
+def _mentions(text: str, name: str) -> bool:
+    """`name` as a word; a multi-word identifier also with spaces ("tech support agent")."""
+    variants = {name}
+    if "_" in name:
+        variants.add(name.replace("_", " "))
+    elif len(name) < 4 or name.isalpha():
+        # A plain word ("billing", "diagnose") is ordinary language, not an internal name.
+        return bool(re.search(rf"`{re.escape(name)}`", text))
+    return any(re.search(rf"(?<![\w]){re.escape(v)}(?![\w])", text, re.IGNORECASE) for v in variants)
+
+
+def _recites(text: str, instruction: str) -> bool:
+    words = _WORD.findall(instruction.lower())
+    if len(words) < RECITAL_WORDS:
+        return False
+    grams = {tuple(words[i : i + RECITAL_WORDS]) for i in range(len(words) - RECITAL_WORDS + 1)}
+    said = _WORD.findall(text.lower())
+    return any(
+        tuple(said[i : i + RECITAL_WORDS]) in grams for i in range(len(said) - RECITAL_WORDS + 1)
+    )
