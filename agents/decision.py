@@ -189,7 +189,9 @@ class _Step:
 
     async def decide(self, choices: Sequence[Choice], *, first: bool = False) -> Choice:
         started = time.perf_counter()
-        response = await self.call(decision_request(self.request, self.options, choices), first=first)
+        response = await self.call(
+            decision_request(self.request, self.options, choices), first=first
+        )
         choice = parse_choice(response.text, choices)
         seconds = time.perf_counter() - started
         REGISTRY.inc(
@@ -205,7 +207,9 @@ class _Step:
 
     async def act(self, choice: Choice) -> LlmResponse:
         if choice.kind == "transfer":
-            return self._done(_calls(FunctionCall(name=TRANSFER_TOOL, args={"agent_name": choice.name})))
+            return self._done(
+                _calls(FunctionCall(name=TRANSFER_TOOL, args={"agent_name": choice.name}))
+            )
         if choice.kind == "tool":
             return await self.tool_call(choice.name)
         return await self.answer()
@@ -223,7 +227,9 @@ class _Step:
                 f"{response.text!r:.200}",
                 code="malformed_tool_call",
             )
-        return self._done(response.model_copy(update={"parts": _calls(FunctionCall(name=name, args=args)).parts}))
+        return self._done(
+            response.model_copy(update={"parts": _calls(FunctionCall(name=name, args=args)).parts})
+        )
 
     # -- no pretend actions -----------------------------------------------------------
 
@@ -253,7 +259,9 @@ class _Step:
             if not self.reasked:
                 self._count_pretend("asked_again")
                 self.reasked = True
-                response = await self.call(_corrected(answer_request(self.request, options), response.text))
+                response = await self.call(
+                    _corrected(answer_request(self.request, options), response.text)
+                )
                 continue
             actions = options.choices(answer=False)
             if not actions:
@@ -294,7 +302,9 @@ def decision_request(
         "required": ["choice"],
         "additionalProperties": False,
     }
-    config = request.config.model_copy(update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS})
+    config = request.config.model_copy(
+        update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS}
+    )
     return _plain(request, options.instruction, "\n".join(lines), schema, config)
 
 
@@ -317,7 +327,9 @@ def answer_request(request: LlmRequest, options: StepOptions) -> LlmRequest:
     return _plain(request, options.instruction, note, request.response_schema, request.config)
 
 
-def arguments_request(request: LlmRequest, options: StepOptions, tool: ToolDeclaration) -> LlmRequest:
+def arguments_request(
+    request: LlmRequest, options: StepOptions, tool: ToolDeclaration
+) -> LlmRequest:
     """The arguments of `tool`, constrained by its parameter schema."""
     note = (
         f"You are calling the tool `{tool.name}` now ({tool.description}). Write its "

@@ -52,15 +52,20 @@ def find_pretend_action(
 ) -> PretendAction | None:
     """The pretend action in reply `text`, or None for a reply that can be shown.
 
-    A named target or tool wins over a bare claim, so that the caller can act on it.
+    A named target or tool wins over a bare claim, so that the caller can act on it. An
+    internal name ("tech_support") counts anywhere; a plain word ("repairs") only in a
+    reply that claims a hand-off.
     """
     if not text.strip():
         return None
-    for kind, names in (("transfer", targets), ("tool", tools)):
-        for name in names:
-            if _mentions(text, name):
-                return PretendAction(kind, name)  # type: ignore[arg-type]
+    named = [("transfer", n) for n in targets] + [("tool", n) for n in tools]
+    for kind, name in named:
+        if _mentions(text, name):
+            return PretendAction(kind, name)  # type: ignore[arg-type]
     if _CLAIM.search(text):
+        for kind, name in named:
+            if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+                return PretendAction(kind, name)  # type: ignore[arg-type]
         return PretendAction("claim")
     if instruction and _recites(text, instruction):
         return PretendAction("recital")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,20 @@ _LLM_KEYS = {
 _WORKFLOW_KEYS = {"type", "description", "sub_agents", "max_iterations"}
 
 
+@dataclass(frozen=True)
+class OutputBudget:
+    """Default output token caps for LLM agents whose `generate_config` sets no
+    `max_tokens`: `agent` for agents that answer the user, `tool_agent` for agents
+    consulted through AgentTool (short, tool-like answers). None leaves calls uncapped.
+
+    A cap keeps one runaway answer from holding a single-slot local server for minutes:
+    the answer is cut at the cap (counted in `support_bot_output_cut_total`) and used.
+    """
+
+    agent: int | None = 400
+    tool_agent: int | None = 120
+
+
 class TreeSpec:
     """A parsed tree definition: a root name and one spec per agent name."""
 
@@ -43,6 +58,7 @@ class TreeSpec:
         self.root = root
         self.agents: dict[str, dict[str, Any]] = {k: dict(v) for k, v in agents.items()}
         self.source = source
+        self._budget = OutputBudget()
         for name, spec in self.agents.items():
             kind = spec.get("type", "llm")
             allowed = _LLM_KEYS if kind == "llm" else _WORKFLOW_KEYS
@@ -57,18 +73,26 @@ class TreeSpec:
         path = Path(path)
         return cls(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, source=str(path))
 
-    def build(self, *, model: Model | str | None = None) -> BaseAgent:
-        """A fresh tree. `model` is the default for LLM agents that name none."""
+    def build(
+        self, *, model: Model | str | None = None, output_budget: OutputBudget | None = None
+    ) -> BaseAgent:
+        """A fresh tree. `model` is the default for LLM agents that name none;
+        `output_budget` caps the output of those whose `generate_config` has no `max_tokens`."""
+        self._budget = output_budget or OutputBudget()
         return self._build(self.root, model, stack=())
 
-    def _build(self, name: str, model: Model | str | None, stack: tuple[str, ...]) -> BaseAgent:
+    def _build(
+        self, name: str, model: Model | str | None, stack: tuple[str, ...], *, tool: bool = False
+    ) -> BaseAgent:
         if name in stack:
             raise AgentTreeError(f"{self.source}: agent {name!r} contains itself via {stack}")
         spec = self.agents.get(name)
         if spec is None:
             raise AgentTreeError(f"{self.source}: unknown agent {name!r}")
         stack = (*stack, name)
-        children = [self._build(child, model, stack) for child in spec.get("sub_agents", [])]
+        children = [
+            self._build(child, model, stack, tool=tool) for child in spec.get("sub_agents", [])
+        ]
         kind = spec.get("type", "llm")
         description = spec.get("description", "")
         if kind == "sequential":
@@ -93,12 +117,19 @@ class TreeSpec:
             include_contents=spec.get("include_contents", "default"),
             disallow_transfer_to_parent=bool(spec.get("disallow_transfer_to_parent", False)),
             disallow_transfer_to_peers=bool(spec.get("disallow_transfer_to_peers", False)),
-            generate_config=GenerateConfig(**spec.get("generate_config", {})),
+            generate_config=self._generate_config(spec, tool=tool),
         )
+
+    def _generate_config(self, spec: Mapping[str, Any], *, tool: bool) -> GenerateConfig:
+        values = dict(spec.get("generate_config", {}))
+        cap = self._budget.tool_agent if tool else self._budget.agent
+        if values.get("max_tokens") is None and cap is not None:
+            values["max_tokens"] = cap
+        return GenerateConfig(**values)
 
     def _tool(self, ref: Any, model: Model | str | None, stack: tuple[str, ...]) -> BaseTool:
         if isinstance(ref, Mapping) and "agent_tool" in ref:
-            child = self._build(str(ref["agent_tool"]), model, stack)
+            child = self._build(str(ref["agent_tool"]), model, stack, tool=True)
             return AgentTool(child, skip_summarization=bool(ref.get("skip_summarization", False)))
         if isinstance(ref, str) and ":" in ref:
             module_name, _, attr = ref.partition(":")
@@ -111,7 +142,10 @@ class TreeSpec:
 
 
 def build_support_tree(
-    *, model: Model | str | None = None, path: str | Path | None = None
+    *,
+    model: Model | str | None = None,
+    path: str | Path | None = None,
+    output_budget: OutputBudget | None = None,
 ) -> BaseAgent:
     """The support tree from `path`, or the default tree shipped with the package."""
-    return TreeSpec.from_file(path or DEFAULT_TREE).build(model=model)
+    return TreeSpec.from_file(path or DEFAULT_TREE).build(model=model, output_budget=output_budget)

@@ -202,6 +202,12 @@ def _eval_args(parser: argparse.ArgumentParser) -> None:
                 help="route=agent pairs, e.g. billing=billing_agent,tech_support=tech_support;"
                 " *=agent sets where other routes go (default support_supervisor)",
             )
+            child.add_argument(
+                "--route-only",
+                action="store_true",
+                help="stop each case at the supervisor's transfer instead of waiting for the"
+                " target's reply (the supervisor's own answers are still written and checked)",
+            )
 
 
 @command("eval", "Evaluate on a dataset: `eval summaries` or `eval routing`.", _eval_args)
@@ -226,7 +232,9 @@ def run_eval(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"support-bot: {exc}", file=sys.stderr)
             return 2
-        work = eval_routing(settings, sys.stdout, routes=args.routes, **common)
+        work = eval_routing(
+            settings, sys.stdout, routes=args.routes, route_only=args.route_only, **common
+        )
     return _run(work)
 
 

@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Mode = Literal["socket", "http", "chat"]
+ToolDecision = Literal["auto", "decide-first", "one-call"]
 
 
 class Settings(BaseSettings):
@@ -42,6 +43,19 @@ class Settings(BaseSettings):
     summary_ground_citations: bool = Field(
         default=True,
         description="Point summary items that carry identifiers at the events holding them.",
+    )
+    tool_decision: ToolDecision = Field(
+        default="auto",
+        description="How an agent step with tools or transfer targets uses the model: "
+        "`decide-first` (a constrained choice, then the reply or the tool's arguments), "
+        "`one-call`, or `auto`: decide first on models without native tool calling "
+        "(the embedded model), one call on the rest.",
+    )
+    max_output_tokens: int = Field(
+        default=400, description="Output token cap of an agent call (unless its YAML sets one)."
+    )
+    tool_agent_max_output_tokens: int = Field(
+        default=120, description="Output token cap of an agent consulted through AgentTool."
     )
     compaction_model: str | None = None
     model_api_base: str | None = None

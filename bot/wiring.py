@@ -9,6 +9,10 @@ Which model the bot runs on is decided here and only here, for every entry point
   127.0.0.1 for the life of the process and reached through litellm like any other model,
   with prompted tool calls.
 
+`TOOL_DECISION` (auto: decide first on a model without native tool calling, such as the
+embedded one) and the output caps `MAX_OUTPUT_TOKENS` / `TOOL_AGENT_MAX_OUTPUT_TOKENS`
+apply to every model of the tree.
+
 `SUMMARY_MODEL` and `COMPACTION_MODEL` default to whatever `MODEL` resolved to::
 
     async with open_models(settings) as models:
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.runner import Runner
-from agents.tree import build_support_tree
+from agents.tree import OutputBudget, build_support_tree
 from bot.config import Settings, secret
 from bot.digests.job import DigestJob
 
@@ -70,7 +74,12 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
     def make(name: str) -> Model:
         from agents.models.litellm_model import LiteLlmModel
 
-        return LiteLlmModel(name, api_base=settings.model_api_base, api_key=_api_key(name))
+        return LiteLlmModel(
+            name,
+            api_base=settings.model_api_base,
+            api_key=_api_key(name),
+            decision=settings.tool_decision,
+        )
 
     def _api_key(name: str) -> str | None:
         key = secret(settings.model_api_key)
@@ -110,7 +119,7 @@ def configured_models(settings: Settings, local: LocalEndpoint | None = None) ->
         if local is None:
             main, label = LocalModelNotStarted(), "local (not started)"
         else:
-            main = local.litellm_model()
+            main = local.litellm_model(decision=settings.tool_decision)
             label = f"{local.model} (embedded, {local.api_base})"
     else:
         assert settings.model is not None
@@ -159,12 +168,25 @@ def build_runner(settings: Settings, db: Any, models: Models | None = None) -> R
         ),
     )
     return Runner(
-        agent=build_support_tree(model=models.main),
+        agent=build_tree(settings, models),
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=models.factory,
         after_invocation=[compactor],
     )
+
+
+def output_budget(settings: Settings) -> OutputBudget:
+    """The agents' output token caps from `MAX_OUTPUT_TOKENS` and
+    `TOOL_AGENT_MAX_OUTPUT_TOKENS`."""
+    return OutputBudget(
+        agent=settings.max_output_tokens, tool_agent=settings.tool_agent_max_output_tokens
+    )
+
+
+def build_tree(settings: Settings, models: Models) -> Any:
+    """A fresh support tree on `MODEL`, with the configured output caps."""
+    return build_support_tree(model=models.main, output_budget=output_budget(settings))
 
 
 def build_summarizer(

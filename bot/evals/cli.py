@@ -68,12 +68,14 @@ async def eval_routing(
     model: str | None = None,
     limit: int | None = None,
     routes: str | None = None,
+    route_only: bool = False,
 ) -> int:
-    """Route each conversation's first user message; print accuracy and the confusion
-    table against `expected_route`, mapped by `routes` (see `RouteMap.parse`)."""
-    from agents.tree import build_support_tree
+    """Route each conversation's first user message; print accuracy overall and per
+    route, the confusion table against `expected_route`, mapped by `routes` (see
+    `RouteMap.parse`), seconds per decision and pretend-action counts. `route_only` stops
+    each case at the supervisor's transfer (see `evaluate_routing`)."""
     from bot.evals.routing import RouteMap, evaluate_routing, load_cases, select_every_nth
-    from bot.wiring import open_models
+    from bot.wiring import build_tree, open_models
 
     if model:
         settings = settings.model_copy(update={"model": model})
@@ -85,10 +87,11 @@ async def eval_routing(
         out.write(f"routes: {mapping}, anything else={route_map.fallback}\n")
         report = await evaluate_routing(
             cases,
-            tree=lambda: build_support_tree(model=models.main),
+            tree=lambda: build_tree(settings, models),
             routes=route_map,
             model_factory=models.factory,
             progress=ProgressBar("routing"),
+            route_only=route_only,
         )
     out.write("\n".join(report.lines()) + "\n")
     return 0

@@ -4,24 +4,35 @@ Each conversation's first user message goes, alone, through the support tree in 
 in-memory session. The agent that owns the final reply (an agent inside a workflow
 counts as the workflow the supervisor transferred to, e.g. `fix_writer` is
 `tech_support`) is compared with the dataset's `expected_route`, mapped to the tree's
-agents by `RouteMap`. The report is the accuracy and a confusion table.
+agents by `RouteMap`. The report gives the accuracy overall and per expected agent (so a
+skewed set cannot hide a route the model never takes), a confusion table, the seconds
+per routing decision and how many replies pretended an action.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agents.base_agent import BaseAgent
+from agents.decision import Decision, observe_decisions
+from agents.pretend_actions import PretendAction, find_pretend_action
 from agents.runner import Runner
 from agents.session_service import InMemorySessionService
 from bot.slack.conversation import Outcome
 
-DEFAULT_ROUTES = {"billing": "billing_agent", "tech_support": "tech_support"}
+DEFAULT_ROUTES = {
+    "billing": "billing_agent",
+    "tech_support": "tech_support",
+    "other": "support_supervisor",
+}
 FALLBACK_AGENT = "support_supervisor"
 FAILED = "(failed)"
 EVAL_APP = "routing_eval"
@@ -96,11 +107,32 @@ def owning_branch(root: BaseAgent, author: str) -> str:
     return agent.name
 
 
+@dataclass(frozen=True)
+class CaseResult:
+    """One case: the agent expected and the one that answered, how long the root's first
+    decision took (None for a one-call model), whether the reply shown pretended an action,
+    how many pretend replies were caught on the way, and whether a refund was promised and
+    the policy tool consulted."""
+
+    expected: str
+    answered: str
+    decision_seconds: float | None = None
+    pretend_shown: bool = False
+    pretend_caught: int = 0
+    refund_promised: bool = False
+    policy_consulted: bool = False
+
+
 @dataclass
 class RoutingReport:
-    """Expected vs. actual agent per case, with accuracy and a confusion table."""
+    """Expected vs. actual agent per case: accuracy overall and per expected agent, a
+    confusion table, seconds per decision and pretend-action counts."""
 
-    pairs: list[tuple[str, str]] = field(default_factory=list)
+    results: list[CaseResult] = field(default_factory=list)
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(r.expected, r.answered) for r in self.results]
 
     @property
     def accuracy(self) -> float:
@@ -112,11 +144,18 @@ class RoutingReport:
         return Counter(self.pairs)
 
     def lines(self) -> list[str]:
-        """Accuracy, then rows = expected agent, columns = agent that answered."""
+        """Accuracy, each expected agent's accuracy on its own line, the confusion table
+        (rows = expected agent, columns = agent that answered), seconds per decision,
+        pretend actions and refund promises."""
         counts = self.confusion()
         expected = sorted({e for e, _ in self.pairs})
         got = sorted({g for _, g in self.pairs})
         correct = sum(1 for e, g in self.pairs if e == g)
+        out = [f"routing accuracy: {self.accuracy:.1%} ({correct} of {len(self.pairs)})"]
+        for row in expected:
+            total = sum(counts[(row, g)] for g in got)
+            out.append(f"  {row}: {counts[row, row] / total:.1%} ({counts[row, row]} of {total})")
+        out.append("")
         header = ["expected \\ answered", *got, "total", "accuracy"]
         table = [header]
         for row in expected:
@@ -124,10 +163,50 @@ class RoutingReport:
             share = f"{counts[row, row] / total:.0%}" if total else "-"
             table.append([row, *(str(counts[row, g]) for g in got), str(total), share])
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-        out = [f"routing accuracy: {self.accuracy:.1%} ({correct} of {len(self.pairs)})", ""]
         for r in table:
             out.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
+        out.append("")
+        seconds = [r.decision_seconds for r in self.results if r.decision_seconds is not None]
+        if seconds:
+            out.append(
+                f"seconds per routing decision: median {statistics.median(seconds):.2f}, "
+                f"max {max(seconds):.2f} ({len(seconds)} decisions)"
+            )
+        else:
+            out.append("seconds per routing decision: - (the model answers in one call)")
+        shown = sum(r.pretend_shown for r in self.results)
+        caught = sum(r.pretend_caught for r in self.results)
+        out.append(
+            f"pretend-action replies shown to the user: {shown} (caught and replaced: {caught})"
+        )
+        promised = [r for r in self.results if r.refund_promised]
+        consulted = sum(r.policy_consulted for r in promised)
+        out.append(
+            f"replies promising a refund: {len(promised)}, with the policy tool consulted "
+            f"first: {consulted}"
+        )
         return out
+
+
+_REFUND_PROMISE = re.compile(
+    r"\b(?:you (?:can|will|'ll) (?:get|receive|be (?:given|issued))|we (?:will|'ll|can) "
+    r"(?:issue|process|refund|give)|i (?:will|'ll|can) (?:issue|process|refund)|"
+    r"(?:is|has been|will be) refunded|refund (?:is|has been|will be) (?:approved|issued|"
+    r"processed))",
+    re.IGNORECASE,
+)
+
+
+def promises_refund(text: str) -> bool:
+    """Whether a reply promises a refund (a measurement of the eval, not a routing rule)."""
+    return "refund" in text.lower() and bool(_REFUND_PROMISE.search(text))
+
+
+def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
+    """Every agent name in the tree, and every tool name of its LLM agents."""
+    agents = [a.name for a in root.walk()]
+    tools = sorted({t.name for a in root.walk() for t in getattr(a, "tools", [])})
+    return agents, tools
 
 
 async def evaluate_routing(
@@ -137,25 +216,59 @@ async def evaluate_routing(
     routes: RouteMap,
     model_factory: Any = None,
     progress: Callable[[int, int], None] | None = None,
+    policy_tool: str = "policy_checker",
+    route_only: bool = False,
 ) -> RoutingReport:
-    """Run each case's message through a fresh tree and session; score the owner."""
+    """Run each case's message through a fresh tree and session; score the owner.
+
+    The root's first decision is timed (decide-first models); the reply shown is checked
+    for pretend actions against every agent and tool name of the tree. With `route_only`
+    a case stops at the root's transfer and scores its target, which then owns the reply
+    (a target is never offered the way straight back), without waiting for that reply;
+    the root's own answers are still written and checked.
+    """
     report = RoutingReport()
     sessions = InMemorySessionService()
     root = tree()
+    agents, tools = tree_names(root)
     runner = Runner(
         agent=root, app_name=EVAL_APP, session_service=sessions, model_factory=model_factory
     )
     for done, case in enumerate(cases, start=1):
         session = await sessions.create_session(app_name=EVAL_APP, user_id="eval")
         outcome = Outcome()
-        async for event in runner.run_async(
-            user_id="eval", session_id=session.id, message=case.message
-        ):
-            outcome.observe(event)
+        decisions: list[Decision] = []
+        caught: list[PretendAction] = []
+        called: set[str] = set()
+        routed: str | None = None
+        run = runner.run_async(user_id="eval", session_id=session.id, message=case.message)
+        with observe_decisions(decisions.append, lambda _agent, p: caught.append(p)):
+            async with aclosing(run) as events:
+                async for event in events:
+                    outcome.observe(event)
+                    called.update(c.name for c in event.function_calls)
+                    if route_only and event.author == root.name and event.actions.transfer_to_agent:
+                        routed = event.actions.transfer_to_agent
+                        break
         answered = FAILED
-        if outcome.error is None and outcome.reply is not None:
+        reply = ""
+        if routed is not None:
+            answered = owning_branch(root, routed)
+        elif outcome.error is None and outcome.reply is not None:
             answered = owning_branch(root, outcome.reply.author)
-        report.pairs.append((routes.agent_for(case.expected_route), answered))
+            reply = outcome.reply.text
+        first = next((d for d in decisions if d.agent == root.name), None)
+        report.results.append(
+            CaseResult(
+                expected=routes.agent_for(case.expected_route),
+                answered=answered,
+                decision_seconds=first.seconds if first else None,
+                pretend_shown=find_pretend_action(reply, targets=agents, tools=tools) is not None,
+                pretend_caught=len(caught),
+                refund_promised=promises_refund(reply),
+                policy_consulted=policy_tool in called,
+            )
+        )
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)
         if progress is not None:
             progress(done, len(cases))

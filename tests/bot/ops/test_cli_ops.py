@@ -170,15 +170,28 @@ async def test_eval_routing_prints_accuracy_and_confusion_table(
     lines = out.getvalue().splitlines()
     # The scripted supervisor sends everything to billing: 2 of 4 are right.
     assert lines[1] == (
-        "routes: billing=billing_agent, tech_support=tech_support, anything else=support_supervisor"
+        "routes: billing=billing_agent, other=support_supervisor, tech_support=tech_support, "
+        "anything else=support_supervisor"
     )
     assert lines[2] == "routing accuracy: 50.0% (2 of 4)"
-    table = [line.split() for line in lines[4:]]
+    # Each expected agent's accuracy on its own line: a skewed set hides no route.
+    assert lines[3:6] == [
+        "  billing_agent: 100.0% (2 of 2)",
+        "  support_supervisor: 0.0% (0 of 1)",
+        "  tech_support: 0.0% (0 of 1)",
+    ]
+    table = [line.split() for line in lines[7:11]]
     assert table[0] == ["expected", "\\", "answered", "billing_agent", "total", "accuracy"]
     assert table[1:] == [
         ["billing_agent", "2", "2", "100%"],
         ["support_supervisor", "1", "1", "0%"],
         ["tech_support", "1", "1", "0%"],
+    ]
+    # A hosted model (native tools) answers in one call: no separate decision to time.
+    assert lines[12:] == [
+        "seconds per routing decision: - (the model answers in one call)",
+        "pretend-action replies shown to the user: 0 (caught and replaced: 0)",
+        "replies promising a refund: 0, with the policy tool consulted first: 0",
     ]
     assert REGISTRY.get("support_bot_transfers_total") == 4
 

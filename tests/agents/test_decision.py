@@ -1,0 +1,338 @@
+"""Decide first on models without native tool calling, and no pretend actions.
+
+The scripted model plays a decide-first model (`decide_first=True`): every step with
+transfer targets or tools is a constrained decision, then the act. The failure texts are
+the embedded model's own (issue 16).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import AgentTool, LlmAgent
+from agents.decision import Decision, observe_decisions
+from agents.metrics import REGISTRY
+from agents.models.base import LlmRequest
+from agents.models.scripted import ScriptedModel, json_text, transfer
+from agents.tree import build_support_tree
+from tests.agents.conversation import Conversation
+
+PRETEND_TRANSFER = "Understood. I will transfer your issue to the tech_support agent."
+RECITED_POLICY = (
+    "Yes, you can get a refund of the duplicate. Remember to call policy_checker first to "
+    "ensure that your refund is allowed. The rule is that duplicate charges are not "
+    "refundable."
+)
+
+
+def choose(name: str) -> str:
+    return json_text({"choice": name})
+
+
+def support_tree(*, names: dict[str, str] | None = None) -> LlmAgent:
+    """A supervisor with two transfer targets and one AgentTool."""
+    n = {"root": "support_supervisor", "billing": "billing_agent", "tech": "tech_support"}
+    n |= {"policy": "policy_checker"} | (names or {})
+    billing = LlmAgent(
+        name=n["billing"], description="Invoices and refunds.", disallow_transfer_to_peers=True
+    )
+    tech = LlmAgent(
+        name=n["tech"], description="Errors and crashes.", disallow_transfer_to_peers=True
+    )
+    policy = LlmAgent(name=n["policy"], description="Says whether a refund is allowed.")
+    return LlmAgent(
+        name=n["root"],
+        description="Greetings and general questions.",
+        instruction="Transfer billing to billing_agent. Call policy_checker before refunds.",
+        tools=[AgentTool(policy)],
+        sub_agents=[billing, tech],
+    )
+
+
+def decision_enum(request: LlmRequest) -> list[str]:
+    assert request.response_schema is not None
+    return list(request.response_schema["properties"]["choice"]["enum"])
+
+
+async def test_decision_request_allows_exactly_answer_the_targets_and_the_tool() -> None:
+    model = ScriptedModel(
+        [choose("support_supervisor"), "Hello! How can I help?"], decide_first=True
+    )
+    turn = await Conversation(support_tree(), model).send("hi")
+    assert turn == [("support_supervisor", "Hello! How can I help?")]
+    decision, reply = model.requests
+    assert decision_enum(decision) == [
+        "billing_agent",
+        "tech_support",
+        "support_supervisor",  # answering itself
+        "policy_checker",
+    ]
+    assert decision.tools == [] and decision.config.max_tokens is not None
+    for line in ("billing_agent: ", "Invoices and refunds.", "Errors and crashes.", "general"):
+        assert line in decision.system_instruction
+    # The reply is written with no tools in sight and is told not to pretend.
+    assert reply.tools == [] and reply.response_schema is None
+    assert "never name internal agents" in reply.system_instruction
+    model.assert_complete()
+
+
+@pytest.mark.parametrize(
+    ("target", "text"),
+    [("billing_agent", "Refund of 49.00 USD is on its way."), ("tech_support", "Clear the cache.")],
+)
+async def test_a_transfer_choice_is_the_ordinary_transfer_event(target: str, text: str) -> None:
+    model = ScriptedModel([choose(target), text], decide_first=True)
+    conversation = Conversation(support_tree(), model)
+    turn = await conversation.send("help")
+    assert turn == [
+        ("support_supervisor", ("call", "transfer_to_agent", {"agent_name": target})),
+        (
+            "support_supervisor",
+            ("response", "transfer_to_agent", {"result": f"transferred to {target}"}),
+        ),
+        (target, text),
+    ]
+    # The target answers at once: bouncing straight back to the sender is not an option,
+    # so its step is a single call.
+    assert model.requests[1].agent_name == target and model.requests[1].tools == []
+    # The resume rule: the next message goes to the target, which now decides between
+    # answering and going back to its parent.
+    model.add(choose("support_supervisor"), choose("support_supervisor"), "Hello again.")
+    turn = await conversation.send("actually, a different question")
+    assert decision_enum(model.requests[2]) == ["support_supervisor", target]
+    assert turn[0] == (target, ("call", "transfer_to_agent", {"agent_name": "support_supervisor"}))
+    assert turn[-1] == ("support_supervisor", "Hello again.")
+    # Back at the supervisor, the agent that just handed over is not offered again.
+    assert target not in decision_enum(model.requests[3])
+    model.assert_complete()
+
+
+async def test_a_tool_choice_writes_its_arguments_then_decides_again() -> None:
+    model = ScriptedModel(
+        [
+            choose("policy_checker"),
+            json_text({"request": "Is a refund of a duplicate charge allowed?"}),
+            "ALLOWED: duplicate charges are refunded.",  # policy_checker's own step
+            choose("support_supervisor"),
+            "Yes: the duplicate 49.00 USD charge will be refunded.",
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send("Refund my duplicate charge?")
+    assert turn == [
+        (
+            "support_supervisor",
+            ("call", "policy_checker", {"request": "Is a refund of a duplicate charge allowed?"}),
+        ),
+        (
+            "support_supervisor",
+            ("response", "policy_checker", {"result": "ALLOWED: duplicate charges are refunded."}),
+        ),
+        ("support_supervisor", "Yes: the duplicate 49.00 USD charge will be refunded."),
+    ]
+    arguments = model.requests[1]
+    assert arguments.response_schema is not None
+    assert arguments.response_schema["properties"].keys() == {"request"}
+    # Once called, the tool is no longer an option in this turn.
+    assert decision_enum(model.requests[3]) == [
+        "billing_agent",
+        "tech_support",
+        "support_supervisor",
+    ]
+    model.assert_complete()
+
+
+async def test_pretend_transfer_becomes_the_real_transfer() -> None:
+    model = ScriptedModel(
+        [choose("support_supervisor"), PRETEND_TRANSFER, "Run the repair tool."],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send(
+        "The desktop app crashes with error 0x80070005 every time I open the settings page."
+    )
+    assert [text for _, text in turn if isinstance(text, str)] == ["Run the repair tool."]
+    assert turn[0] == (
+        "support_supervisor",
+        ("call", "transfer_to_agent", {"agent_name": "tech_support"}),
+    )
+    assert turn[-1] == ("tech_support", "Run the repair tool.")
+    model.assert_complete()
+
+
+async def test_pretend_transfer_is_caught_on_a_one_call_model_too() -> None:
+    model = ScriptedModel([PRETEND_TRANSFER, "Run the repair tool."])
+    turn = await Conversation(support_tree(), model).send("The app crashes.")
+    assert all(text != PRETEND_TRANSFER for _, text in turn)
+    assert turn[-1] == ("tech_support", "Run the repair tool.")
+
+
+async def test_recited_instruction_becomes_the_policy_call() -> None:
+    before = REGISTRY.get(
+        "support_bot_pretend_actions_total", agent="support_supervisor", fix="called"
+    )
+    model = ScriptedModel(
+        [
+            choose("support_supervisor"),
+            RECITED_POLICY,
+            json_text({"request": "Refund a duplicate charge of 49.00 USD on INV-2291?"}),
+            "ALLOWED: duplicate charges are refunded in full.",
+            choose("billing_agent"),
+            "The duplicate 49.00 USD charge on INV-2291 will be refunded.",
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send(
+        "Hi, I was charged twice for my March invoice INV-2291, 49.00 USD each time. Can I "
+        "get a refund of the duplicate?"
+    )
+    shown = [text for _, text in turn if isinstance(text, str)]
+    assert shown == ["The duplicate 49.00 USD charge on INV-2291 will be refunded."]
+    assert turn[0][1][:2] == ("call", "policy_checker")
+    assert turn[-1][0] == "billing_agent"
+    after = REGISTRY.get(
+        "support_bot_pretend_actions_total", agent="support_supervisor", fix="called"
+    )
+    assert after == before + 1
+    model.assert_complete()
+
+
+async def test_a_bare_claim_is_asked_again_then_settled_by_a_decision() -> None:
+    caught: list[str] = []
+    model = ScriptedModel(
+        [
+            choose("support_supervisor"),
+            "I'll escalate this for you right away.",
+            "Let me forward this to the right team.",
+            choose("billing_agent"),
+            "Your invoice is attached.",
+        ],
+        decide_first=True,
+    )
+    with observe_decisions(lambda d: None, lambda agent, p: caught.append(p.kind)):
+        turn = await Conversation(support_tree(), model).send("invoice?")
+    assert turn[-1] == ("billing_agent", "Your invoice is attached.")
+    assert caught == ["claim", "claim"]
+    # The second reply was asked with the rejected one and why; the last decision offers
+    # only real actions.
+    assert "cannot be sent" in model.requests[2].contents[-1].text
+    assert decision_enum(model.requests[3]) == ["billing_agent", "tech_support", "policy_checker"]
+    model.assert_complete()
+
+
+async def test_a_claim_with_nothing_to_act_on_fails_as_a_model_error() -> None:
+    leaf = LlmAgent(name="solo", instruction="Answer.")
+    model = ScriptedModel(["I will escalate this.", "I am escalating this now."], decide_first=True)
+    events = await Conversation(leaf, model).send_events("help")
+    assert events[-1].error_code == "pretend_action"
+    assert "I will escalate" not in events[-1].text
+
+
+def write_tree(path: Path) -> Path:
+    path.write_text(
+        """
+root: front_desk
+agents:
+  front_desk:
+    description: Greetings and general questions.
+    instruction: Route each request.
+    tools: [{agent_tool: rules_checker}]
+    sub_agents: [accounts, repairs]
+  accounts:
+    description: Invoices and refunds.
+    disallow_transfer_to_peers: true
+  repairs:
+    type: sequential
+    description: Errors and crashes.
+    sub_agents: [triage]
+  triage:
+    description: Finds the cause.
+    instruction: Find the cause.
+  rules_checker:
+    description: Says whether a refund is allowed.
+    instruction: ALLOWED or DENIED.
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def test_a_tree_from_yaml_with_other_names_routes_the_same_way(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [choose("front_desk"), PRETEND_TRANSFER.replace("tech_support", "repairs"), "Reinstall."],
+        decide_first=True,
+    )
+    root = build_support_tree(path=write_tree(tmp_path / "tree.yaml"), model=model)
+    decisions: list[Decision] = []
+    with observe_decisions(decisions.append):
+        turn = await Conversation(root, model).send("It crashes.")
+    assert decision_enum(model.requests[0]) == [
+        "accounts",
+        "repairs",
+        "front_desk",
+        "rules_checker",
+    ]
+    assert turn[0] == ("front_desk", ("call", "transfer_to_agent", {"agent_name": "repairs"}))
+    assert turn[-1] == ("triage", "Reinstall.")
+    assert [(d.agent, d.choice, d.kind) for d in decisions] == [
+        ("front_desk", "front_desk", "answer")
+    ]
+
+    model.add(choose("accounts"), "Refund issued.")
+    turn = await Conversation(
+        build_support_tree(path=tmp_path / "tree.yaml", model=model), model
+    ).send("refund")
+    assert turn[-1] == ("accounts", "Refund issued.")
+    model.assert_complete()
+
+
+async def test_a_one_call_model_keeps_one_call_per_step() -> None:
+    model = ScriptedModel([transfer("billing_agent"), "Refund issued."])
+    turn = await Conversation(support_tree(), model).send("refund")
+    assert turn[-1] == ("billing_agent", "Refund issued.")
+    first = model.requests[0]
+    assert len(model.requests) == 2
+    assert [t.name for t in first.tools] == ["policy_checker", "transfer_to_agent"]
+    assert first.response_schema is None
+    model.assert_complete()
+
+
+async def test_an_answer_cut_at_its_budget_is_counted_and_shown() -> None:
+    from agents.models.base import LlmResponse
+
+    before = REGISTRY.get("support_bot_output_cut_total", agent="support_supervisor")
+    cut = LlmResponse.from_text("Hello! Our opening hours are", finish_reason="length")
+    model = ScriptedModel([choose("support_supervisor"), cut], decide_first=True)
+    turn = await Conversation(support_tree(), model).send("hours?")
+    assert turn == [("support_supervisor", "Hello! Our opening hours are")]
+    assert REGISTRY.get("support_bot_output_cut_total", agent="support_supervisor") == before + 1
+
+
+def test_the_tree_caps_every_agent_and_tool_agents_tighter(tmp_path: Path) -> None:
+    from agents.tree import OutputBudget
+
+    root = build_support_tree()
+    caps: dict[str, Any] = {
+        a.name: a.generate_config.max_tokens for a in root.walk() if isinstance(a, LlmAgent)
+    }
+    assert caps == {
+        "support_supervisor": 400,
+        "billing_agent": 400,
+        "diagnose": 400,
+        "fix_writer": 400,
+    }
+    policy = root.tools[0].agent  # type: ignore[attr-defined]
+    assert policy.generate_config.max_tokens == 120
+    path = write_tree(tmp_path / "tree.yaml")
+    path.write_text(
+        path.read_text().replace(
+            "    instruction: Find the cause.",
+            "    instruction: Find it.\n    generate_config: {max_tokens: 50}",
+        )
+    )
+    small = build_support_tree(path=path, output_budget=OutputBudget(agent=200, tool_agent=60))
+    assert small.find_agent("triage").generate_config.max_tokens == 50  # type: ignore[union-attr]
+    assert small.generate_config.max_tokens == 200  # type: ignore[attr-defined]
+    assert small.tools[0].agent.generate_config.max_tokens == 60  # type: ignore[attr-defined]

@@ -1,0 +1,101 @@
+"""The routing evaluation on a decide-first model: per-route lines, decision time,
+pretend actions caught and shown, and the route-only mode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agents.models.base import LlmRequest
+from agents.models.scripted import ScriptedModel, json_text
+from agents.tree import build_support_tree
+from bot.evals.routing import RouteMap, evaluate_routing, load_cases, promises_refund
+
+MESSAGES = [
+    ("billing", "I was charged twice for INV-2291."),
+    ("tech_support", "The desktop app crashes when I open the settings page."),
+    ("other", "hello there"),
+]
+
+
+def write_dev_set(path: Path) -> Path:
+    """Lines in the routing_dev.jsonl format: one user event each."""
+    rows = [
+        {
+            "id": f"test-{route}-{i}",
+            "source": "test",
+            "flow": route,
+            "events": [
+                {"id": "e1", "author": "user", "text": text, "tool_call": None, "tool_result": None}
+            ],
+            "expected_entities": [],
+            "expected_route": route,
+            "expected_routes": [route],
+            "meta": {},
+        }
+        for i, (route, text) in enumerate(MESSAGES)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def classify(request: LlmRequest) -> str:
+    """The supervisor's decision by the message's words, the way a good model would."""
+    message = request.contents[-1].text.lower()
+    choice = "support_supervisor"
+    if "charged" in message:
+        choice = "billing_agent"
+    elif "crashes" in message:
+        choice = "tech_support"
+    return json_text({"choice": choice})
+
+
+async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
+    cases = list(load_cases(write_dev_set(tmp_path / "dev.jsonl")))
+    assert [c.expected_route for c in cases] == ["billing", "tech_support", "other"]
+    model = ScriptedModel(
+        [
+            classify,
+            "The duplicate charge will be refunded.",  # billing_agent
+            classify,
+            "A permissions problem.",  # diagnose
+            "1. Reinstall.",  # fix_writer
+            classify,
+            "I will transfer you to billing_agent.",  # pretends, becomes a transfer
+            "Billing here: what can I do?",
+        ],
+        decide_first=True,
+    )
+    report = await evaluate_routing(
+        cases, tree=lambda: build_support_tree(model=model), routes=RouteMap()
+    )
+    model.assert_complete()
+    lines = report.lines()
+    assert lines[0] == "routing accuracy: 66.7% (2 of 3)"
+    assert lines[1:4] == [
+        "  billing_agent: 100.0% (1 of 1)",
+        "  support_supervisor: 0.0% (0 of 1)",
+        "  tech_support: 100.0% (1 of 1)",
+    ]
+    assert lines[-3].startswith("seconds per routing decision: median ")
+    assert lines[-3].endswith("(3 decisions)")
+    assert lines[-2] == "pretend-action replies shown to the user: 0 (caught and replaced: 1)"
+    assert lines[-1] == "replies promising a refund: 1, with the policy tool consulted first: 0"
+
+
+async def test_route_only_stops_at_the_supervisors_transfer(tmp_path: Path) -> None:
+    cases = list(load_cases(write_dev_set(tmp_path / "dev.jsonl")))
+    model = ScriptedModel(
+        [classify, classify, classify, "Hello! How can I help?"], decide_first=True
+    )
+    report = await evaluate_routing(
+        cases, tree=lambda: build_support_tree(model=model), routes=RouteMap(), route_only=True
+    )
+    model.assert_complete()  # no specialist was asked to write a reply
+    assert report.accuracy == 1.0
+
+
+def test_refund_promises_are_told_from_refund_talk() -> None:
+    assert promises_refund("You will receive a refund of 49.00 USD within 5 days.")
+    assert promises_refund("The duplicate charge will be refunded.")
+    assert not promises_refund("Refunds take 5 days once approved; what is the invoice number?")
