@@ -293,15 +293,10 @@ def decision_request(
         lines.append(f"- {choice.name}: {_option_text(choice, options.agent)}")
     lines.append(
         "Pick the option whose description covers what the customer needs now. Answer "
-        'with one JSON object, {"choice": "<option>"}, and nothing else.'
+        "with the option's name in double quotes, and nothing else."
     )
-    schema = {
-        "title": "decision",
-        "type": "object",
-        "properties": {"choice": {"type": "string", "enum": [c.name for c in choices]}},
-        "required": ["choice"],
-        "additionalProperties": False,
-    }
+    # A bare JSON string: the fewest tokens to generate, each one constrained.
+    schema = {"title": "decision", "type": "string", "enum": [c.name for c in choices]}
     config = request.config.model_copy(
         update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS}
     )
@@ -384,8 +379,12 @@ def parse_choice(text: str, choices: Sequence[Choice]) -> Choice:
     """The chosen option; an answer that is not one of them picks the first option named
     in it, else the agent itself (answer) when that is an option, else the first."""
     by_name = {c.name: c for c in choices}
-    value = find_json_object_any(text)
-    picked = value.get("choice") if value else None
+    try:
+        picked = json.loads(text)
+    except json.JSONDecodeError:
+        picked = None
+    if isinstance(picked, dict):  # a server that insists on an object
+        picked = picked.get("choice")
     if isinstance(picked, str) and picked in by_name:
         return by_name[picked]
     named = [c for c in choices if c.name in text]

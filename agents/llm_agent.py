@@ -149,9 +149,7 @@ class LlmAgent(BaseAgent):
         ctx.budget.spend(self.name)
         # Decide-first models and the pretend-action check: see agents.decision.
         options = step_options(self, ctx, await self._instruction(ctx))
-        response = await respond(
-            model, request, options, spend=lambda: ctx.budget.spend(self.name)
-        )
+        response = await respond(model, request, options, spend=lambda: ctx.budget.spend(self.name))
         parts = response.parts or (Part(text=""),)
         event = Event(
             invocation_id=ctx.invocation_id,

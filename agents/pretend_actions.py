@@ -64,7 +64,7 @@ def find_pretend_action(
             return PretendAction(kind, name)  # type: ignore[arg-type]
     if _CLAIM.search(text):
         for kind, name in named:
-            if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+            if _word(text, name):
                 return PretendAction(kind, name)  # type: ignore[arg-type]
         return PretendAction("claim")
     if instruction and _recites(text, instruction):
@@ -80,7 +80,11 @@ def _mentions(text: str, name: str) -> bool:
     elif len(name) < 4 or name.isalpha():
         # A plain word ("billing", "diagnose") is ordinary language, not an internal name.
         return bool(re.search(rf"`{re.escape(name)}`", text))
-    return any(re.search(rf"(?<![\w]){re.escape(v)}(?![\w])", text, re.IGNORECASE) for v in variants)
+    return any(_word(text, v) for v in variants)
+
+
+def _word(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def _recites(text: str, instruction: str) -> bool:

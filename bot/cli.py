@@ -205,8 +205,8 @@ def _eval_args(parser: argparse.ArgumentParser) -> None:
             child.add_argument(
                 "--route-only",
                 action="store_true",
-                help="stop each case at the supervisor's transfer instead of waiting for the"
-                " target's reply (the supervisor's own answers are still written and checked)",
+                help="decisions only: stop each case at the supervisor's transfer, and do not"
+                " write the supervisor's own replies (so pretend actions are not measured)",
             )
 
 

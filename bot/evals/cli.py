@@ -73,9 +73,18 @@ async def eval_routing(
     """Route each conversation's first user message; print accuracy overall and per
     route, the confusion table against `expected_route`, mapped by `routes` (see
     `RouteMap.parse`), seconds per decision and pretend-action counts. `route_only` stops
-    each case at the supervisor's transfer (see `evaluate_routing`)."""
-    from bot.evals.routing import RouteMap, evaluate_routing, load_cases, select_every_nth
-    from bot.wiring import build_tree, open_models
+    each case at the supervisor's transfer and does not write its own replies, so it
+    measures decisions only (see `evaluate_routing` and `RouteOnlyModel`)."""
+    from agents.base_agent import BaseAgent
+    from agents.tree import build_support_tree
+    from bot.evals.routing import (
+        RouteMap,
+        RouteOnlyModel,
+        evaluate_routing,
+        load_cases,
+        select_every_nth,
+    )
+    from bot.wiring import build_tree, open_models, output_budget
 
     if model:
         settings = settings.model_copy(update={"model": model})
@@ -83,11 +92,20 @@ async def eval_routing(
     cases = select_every_nth(list(load_cases(data)), limit)
     async with open_models(settings) as models:
         out.write(f"model: {models.label}\n")
+
+        def tree() -> BaseAgent:
+            if not route_only:
+                return build_tree(settings, models)
+            model = RouteOnlyModel(models.resolve(models.main))
+            root = build_support_tree(model=model, output_budget=output_budget(settings))
+            model.root = root.name
+            return root
+
         mapping = ", ".join(f"{k}={v}" for k, v in sorted(route_map.routes.items()))
         out.write(f"routes: {mapping}, anything else={route_map.fallback}\n")
         report = await evaluate_routing(
             cases,
-            tree=lambda: build_tree(settings, models),
+            tree=tree,
             routes=route_map,
             model_factory=models.factory,
             progress=ProgressBar("routing"),

@@ -15,14 +15,16 @@ import json
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agents.base_agent import BaseAgent
-from agents.decision import Decision, observe_decisions
+from agents.decision import Decision, decides_first, observe_decisions
+from agents.events import Event
+from agents.models.base import LlmRequest, LlmResponse, Model
 from agents.pretend_actions import PretendAction, find_pretend_action
 from agents.runner import Runner
 from agents.session_service import InMemorySessionService
@@ -209,6 +211,30 @@ def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
     return agents, tools
 
 
+ROUTE_ONLY_REPLY = "(route-only evaluation: the reply is not written)"
+
+
+class RouteOnlyModel:
+    """`model` for a route-only evaluation: every call goes through except the root's own
+    reply once it has decided to answer (a tool-less, schema-less request from the root),
+    which is a placeholder. Decisions, tool arguments and consulted agents run for real."""
+
+    def __init__(self, model: Model, root: str = "") -> None:
+        self.model = model
+        self.name = model.name
+        self.root = root
+
+    @property
+    def decide_first(self) -> bool:
+        return decides_first(self.model)
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        is_reply = not request.tools and request.response_schema is None
+        if request.agent_name == self.root and is_reply:
+            return LlmResponse.from_text(ROUTE_ONLY_REPLY, model=self.name)
+        return await self.model.generate(request)
+
+
 async def evaluate_routing(
     cases: Sequence[RoutingCase],
     *,
@@ -225,7 +251,7 @@ async def evaluate_routing(
     for pretend actions against every agent and tool name of the tree. With `route_only`
     a case stops at the root's transfer and scores its target, which then owns the reply
     (a target is never offered the way straight back), without waiting for that reply;
-    the root's own answers are still written and checked.
+    give it a tree on a `RouteOnlyModel` to skip the root's own replies as well.
     """
     report = RoutingReport()
     sessions = InMemorySessionService()
@@ -241,8 +267,18 @@ async def evaluate_routing(
         caught: list[PretendAction] = []
         called: set[str] = set()
         routed: str | None = None
-        run = runner.run_async(user_id="eval", session_id=session.id, message=case.message)
-        with observe_decisions(decisions.append, lambda _agent, p: caught.append(p)):
+        # A generator, closed at once when route-only stops early.
+        run = cast(
+            AsyncGenerator[Event, None],
+            runner.run_async(user_id="eval", session_id=session.id, message=case.message),
+        )
+
+        def on_pretend(
+            _agent: str, pretend: PretendAction, seen: list[PretendAction] = caught
+        ) -> None:
+            seen.append(pretend)
+
+        with observe_decisions(decisions.append, on_pretend):
             async with aclosing(run) as events:
                 async for event in events:
                     outcome.observe(event)

@@ -29,7 +29,7 @@ RECITED_POLICY = (
 
 
 def choose(name: str) -> str:
-    return json_text({"choice": name})
+    return json_text(name)
 
 
 def support_tree(*, names: dict[str, str] | None = None) -> LlmAgent:
@@ -54,7 +54,7 @@ def support_tree(*, names: dict[str, str] | None = None) -> LlmAgent:
 
 def decision_enum(request: LlmRequest) -> list[str]:
     assert request.response_schema is not None
-    return list(request.response_schema["properties"]["choice"]["enum"])
+    return list(request.response_schema["enum"])
 
 
 async def test_decision_request_allows_exactly_answer_the_targets_and_the_tool() -> None:

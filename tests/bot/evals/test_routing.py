@@ -47,7 +47,7 @@ def classify(request: LlmRequest) -> str:
         choice = "billing_agent"
     elif "crashes" in message:
         choice = "tech_support"
-    return json_text({"choice": choice})
+    return json_text(choice)
 
 
 async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
