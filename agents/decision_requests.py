@@ -1,0 +1,152 @@
+"""The requests of a decide-first step (`agents.decision`) and the parsing of its choice.
+
+Each is a tool-less request: the history as text (no tool messages), the agent's own
+instruction first, so a server's prompt cache shares it between the decision and the act,
+then what this call is for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agents.events import Part
+from agents.models.base import Content, LlmRequest, ToolDeclaration
+from agents.models.prompted_tools import render_content
+
+ChoiceKind = Literal["answer", "transfer", "tool"]
+DECISION_MAX_TOKENS = 32
+"""A decision is one option name; the cap stops a runaway at once."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a decision: `name` is the enum value the model picks."""
+
+    name: str
+    kind: ChoiceKind
+    description: str
+
+
+def decision_request(
+    request: LlmRequest, *, agent: str, instruction: str, choices: Sequence[Choice]
+) -> LlmRequest:
+    """The constrained choice: the agent's instruction, the options, an enum schema."""
+    lines = [
+        "Before anything is written, decide who handles the customer's latest message.",
+        "The options:",
+    ]
+    for choice in choices:
+        lines.append(f"- {choice.name}: {_option_text(choice, agent)}")
+    lines.append(
+        "Pick the option whose description covers what the customer needs now. Answer "
+        "with the option's name in double quotes, and nothing else."
+    )
+    # A bare JSON string: the fewest tokens to generate, each one constrained.
+    schema = {"title": "decision", "type": "string", "enum": [c.name for c in choices]}
+    config = request.config.model_copy(
+        update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS}
+    )
+    return _plain(request, instruction, "\n".join(lines), schema, config)
+
+
+def _option_text(choice: Choice, agent: str) -> str:
+    description = choice.description or "(no description)"
+    if choice.kind == "answer":
+        return f"you ({agent}) answer the customer yourself. You handle: {description}"
+    if choice.kind == "tool":
+        return f"consult this tool first; it answers you, not the customer. {description}"
+    return f"hand the conversation to this agent. It handles: {description}"
+
+
+def answer_request(request: LlmRequest, instruction: str) -> LlmRequest:
+    """The reply, with no tools: the agent has decided to answer itself."""
+    note = (
+        "You answer this message yourself now. Write only your reply to the customer. "
+        "Your instructions are for you: never repeat them, and never name internal agents "
+        "or tools. Do not say that you will transfer, escalate, forward or check anything."
+    )
+    return _plain(request, instruction, note, request.response_schema, request.config)
+
+
+def arguments_request(request: LlmRequest, instruction: str, tool: ToolDeclaration) -> LlmRequest:
+    """The arguments of `tool`, constrained by its parameter schema."""
+    note = (
+        f"You are calling the tool `{tool.name}` now ({tool.description}). Write its "
+        "arguments as one JSON object, and nothing else."
+    )
+    schema = {"title": f"{tool.name}_arguments", **(tool.parameters or {"type": "object"})}
+    return _plain(request, instruction, note, schema, request.config)
+
+
+def _plain(
+    request: LlmRequest,
+    instruction: str,
+    note: str,
+    schema: dict[str, Any] | None,
+    config: Any,
+) -> LlmRequest:
+    """A tool-less request: history as text, the instruction first (so a server's prompt
+    cache shares it between the decision and the act), then `note`."""
+    return request.model_copy(
+        update={
+            "system_instruction": "\n\n".join(s for s in (instruction, note) if s),
+            "contents": [render_content(c) for c in request.contents],
+            "tools": [],
+            "response_schema": schema,
+            "config": config,
+        }
+    )
+
+
+def corrected_request(request: LlmRequest, pretended: str) -> LlmRequest:
+    """The answer request again, with the rejected reply and why it was rejected."""
+    contents = [
+        *request.contents,
+        Content(role="model", parts=(Part(text=pretended),)),
+        Content(
+            role="user",
+            parts=(
+                Part(
+                    text="That reply cannot be sent: it claims an action or repeats your "
+                    "instructions. Write the reply to the customer itself."
+                ),
+            ),
+        ),
+    ]
+    return request.model_copy(update={"contents": contents})
+
+
+def parse_choice(text: str, choices: Sequence[Choice]) -> Choice:
+    """The chosen option; an answer that is not one of them picks the first option named
+    in it, else the agent itself (answer) when that is an option, else the first."""
+    by_name = {c.name: c for c in choices}
+    try:
+        picked = json.loads(text)
+    except json.JSONDecodeError:
+        picked = None
+    if isinstance(picked, dict):  # a server that insists on an object
+        picked = picked.get("choice")
+    if isinstance(picked, str) and picked in by_name:
+        return by_name[picked]
+    named = [c for c in choices if c.name in text]
+    if named:
+        return named[0]
+    return next((c for c in choices if c.kind == "answer"), choices[0])
+
+
+def find_json_object_any(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text` (of any shape), if any."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
