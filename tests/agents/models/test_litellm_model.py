@@ -302,3 +302,34 @@ async def test_litellm_model_input_dependent_replies_and_unscripted_calls(
     assert caught.value.code == "model_bad_request"
     with pytest.raises(AssertionError, match="1 unexpected request"):
         openai_server.assert_complete()
+
+
+async def test_litellm_model_prompted_tools_decide_first_over_http(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    """On a prompted-tool model (the embedded one), the step is a constrained decision,
+    then the tool's arguments under its own schema, then the reply: no tool messages."""
+    openai_server.add(
+        json_reply("lookup_order"),
+        json_reply({"order_id": "A-1001"}),
+        text("A-1001 is late."),  # the tool is called: answering is the only option left
+    )
+    model = make_model(openai_server, tool_mode="prompted")
+    assert model.decide_first
+    conversation = Conversation(LlmAgent(name="root", tools=[lookup_order]), model)
+    turn = await conversation.send("Where is A-1001?")
+    assert turn == [
+        ("root", ("call", "lookup_order", {"order_id": "A-1001"})),
+        ("root", ("response", "lookup_order", {"order_id": "A-1001", "status": "late"})),
+        ("root", "A-1001 is late."),
+    ]
+    decision, arguments, reply = openai_server.bodies
+    assert decision["response_format"]["json_schema"]["schema"]["enum"] == ["root", "lookup_order"]
+    assert decision["max_tokens"] == 32
+    assert arguments["response_format"]["json_schema"]["schema"]["properties"].keys() == {
+        "order_id"
+    }
+    for body in (decision, arguments, reply):
+        assert "tools" not in body
+        assert all(m["role"] in ("system", "user", "assistant") for m in body["messages"])
+    assert "response_format" not in reply
