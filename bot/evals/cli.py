@@ -80,6 +80,7 @@ async def eval_routing(
     from bot.evals.routing import (
         RouteMap,
         RouteOnlyModel,
+        case_line,
         evaluate_routing,
         load_cases,
         select_every_nth,
@@ -110,6 +111,7 @@ async def eval_routing(
             model_factory=models.factory,
             progress=ProgressBar("routing"),
             route_only=route_only,
+            on_case=lambda case, result: print(case_line(case, result), file=out, flush=True),
         )
     out.write("\n".join(report.lines()) + "\n")
     return 0

@@ -204,6 +204,20 @@ def promises_refund(text: str) -> bool:
     return "refund" in text.lower() and bool(_REFUND_PROMISE.search(text))
 
 
+def case_line(case: RoutingCase, result: CaseResult) -> str:
+    """One case as it finishes: right or wrong, expected and answered agent, the decision's
+    seconds and the start of the message."""
+    mark = "ok " if result.expected == result.answered else "NO "
+    seconds = (
+        f"{result.decision_seconds:5.1f}s" if result.decision_seconds is not None else "     -"
+    )
+    pretend = " PRETEND" if result.pretend_shown else ""
+    return (
+        f"{mark} {result.expected} -> {result.answered} {seconds}{pretend}  "
+        f"{case.id}: {case.message[:70]}"
+    )
+
+
 def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
     """Every agent name in the tree, and every tool name of its LLM agents."""
     agents = [a.name for a in root.walk()]
@@ -244,6 +258,7 @@ async def evaluate_routing(
     progress: Callable[[int, int], None] | None = None,
     policy_tool: str = "policy_checker",
     route_only: bool = False,
+    on_case: Callable[[RoutingCase, CaseResult], None] | None = None,
 ) -> RoutingReport:
     """Run each case's message through a fresh tree and session; score the owner.
 
@@ -294,17 +309,18 @@ async def evaluate_routing(
             answered = owning_branch(root, outcome.reply.author)
             reply = outcome.reply.text
         first = next((d for d in decisions if d.agent == root.name), None)
-        report.results.append(
-            CaseResult(
-                expected=routes.agent_for(case.expected_route),
-                answered=answered,
-                decision_seconds=first.seconds if first else None,
-                pretend_shown=find_pretend_action(reply, targets=agents, tools=tools) is not None,
-                pretend_caught=len(caught),
-                refund_promised=promises_refund(reply),
-                policy_consulted=policy_tool in called,
-            )
+        result = CaseResult(
+            expected=routes.agent_for(case.expected_route),
+            answered=answered,
+            decision_seconds=first.seconds if first else None,
+            pretend_shown=find_pretend_action(reply, targets=agents, tools=tools) is not None,
+            pretend_caught=len(caught),
+            refund_promised=promises_refund(reply),
+            policy_consulted=policy_tool in called,
         )
+        report.results.append(result)
+        if on_case is not None:
+            on_case(case, result)
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)
         if progress is not None:
             progress(done, len(cases))

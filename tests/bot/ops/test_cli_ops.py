@@ -173,6 +173,14 @@ async def test_eval_routing_prints_accuracy_and_confusion_table(
         "routes: billing=billing_agent, other=support_supervisor, tech_support=tech_support, "
         "anything else=support_supervisor"
     )
+    # A line per case as it finishes, then the report.
+    assert [line.split()[:4] for line in lines[2:6]] == [
+        ["ok", "billing_agent", "->", "billing_agent"],
+        ["ok", "billing_agent", "->", "billing_agent"],
+        ["NO", "support_supervisor", "->", "billing_agent"],
+        ["NO", "tech_support", "->", "billing_agent"],
+    ]
+    lines = lines[4:]
     assert lines[2] == "routing accuracy: 50.0% (2 of 4)"
     # Each expected agent's accuracy on its own line: a skewed set hides no route.
     assert lines[3:6] == [
