@@ -41,7 +41,7 @@ from agents.decision_requests import (
 from agents.events import FunctionCall, Part, Usage
 from agents.metrics import REGISTRY
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError, ToolDeclaration
-from agents.pretend_actions import PretendAction, find_pretend_action
+from agents.pretend_actions import PretendAction, find_pretend_action, without_pretence
 from agents.transfer import TRANSFER_TOOL, transfer_targets
 
 if TYPE_CHECKING:
@@ -269,13 +269,28 @@ class _Step:
                 continue
             actions = options.choices(answer=False)
             if not actions:
-                self._count_pretend("failed")
-                raise ModelError(
-                    f"{options.agent} pretended an action it cannot take: {response.text!r:.200}",
-                    code="pretend_action",
-                )
+                return self._stripped(response)
             self._count_pretend("decided")
             return await self.act(await self.decide(actions))
+
+    def _stripped(self, response: LlmResponse) -> LlmResponse:
+        """With no action to take: the reply without its pretending sentences, if any
+        are left; otherwise a typed failure (the user gets the failure notice)."""
+        options = self.options
+        kept = without_pretence(
+            response.text,
+            targets=[name for name, _ in options.targets],
+            tools=[t.name for t in options.tools if t.name not in options.called],
+            instruction=options.instruction,
+        )
+        if not kept:
+            self._count_pretend("failed")
+            raise ModelError(
+                f"{options.agent} pretended an action it cannot take: {response.text!r:.200}",
+                code="pretend_action",
+            )
+        self._count_pretend("cut")
+        return self._done(response.model_copy(update={"parts": (Part(text=kept),)}))
 
     def _count_pretend(self, fix: str) -> None:
         REGISTRY.inc("support_bot_pretend_actions_total", agent=self.options.agent, fix=fix)

@@ -72,6 +72,24 @@ def find_pretend_action(
     return None
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])[ \t]+|\n+")
+
+
+def without_pretence(
+    text: str, *, targets: Sequence[str], tools: Sequence[str], instruction: str = ""
+) -> str:
+    """`text` without the sentences that pretend an action ("" if nothing else is left):
+    the last resort of an agent that has no action to turn the pretence into."""
+    kept = [
+        sentence
+        for sentence in _SENTENCE.split(text)
+        if sentence.strip()
+        and find_pretend_action(sentence, targets=targets, tools=tools, instruction=instruction)
+        is None
+    ]
+    return " ".join(s.strip() for s in kept)
+
+
 def _mentions(text: str, name: str) -> bool:
     """`name` as a word; a multi-word identifier also with spaces ("tech support agent")."""
     variants = {name}

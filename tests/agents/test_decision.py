@@ -222,12 +222,22 @@ async def test_a_bare_claim_is_asked_again_then_settled_by_a_decision() -> None:
     model.assert_complete()
 
 
-async def test_a_claim_with_nothing_to_act_on_fails_as_a_model_error() -> None:
+async def test_a_claim_with_nothing_to_act_on_is_cut_out_or_fails() -> None:
     leaf = LlmAgent(name="solo", instruction="Answer.")
+    model = ScriptedModel(
+        [
+            "I will escalate this.",
+            "1. Restart the app. 2. Sign in again.\nIf that fails, we will escalate it.",
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(leaf, model).send("help")
+    assert turn == [("solo", "1. Restart the app. 2. Sign in again.")]
+
     model = ScriptedModel(["I will escalate this.", "I am escalating this now."], decide_first=True)
     events = await Conversation(leaf, model).send_events("help")
     assert events[-1].error_code == "pretend_action"
-    assert "I will escalate" not in events[-1].text
+    assert "escalat" not in events[-1].text
 
 
 def write_tree(path: Path) -> Path:
