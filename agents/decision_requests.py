@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.events import Part
+from agents.history import FOREIGN_PREFIX
 from agents.models.base import Content, LlmRequest, ToolDeclaration
 from agents.models.prompted_tools import render_content
+from agents.transfer import TRANSFER_TOOL
 
 ChoiceKind = Literal["answer", "transfer", "tool"]
 DECISION_MAX_TOKENS = 32
@@ -90,14 +92,36 @@ def _plain(
 ) -> LlmRequest:
     """A tool-less request: history as text, the instruction first (so a server's prompt
     cache shares it between the decision and the act), then `note`."""
+    contents = [render_content(c) for c in request.contents if not _transfer_only(c)]
     return request.model_copy(
         update={
             "system_instruction": "\n\n".join(s for s in (instruction, note) if s),
-            "contents": [render_content(c) for c in request.contents],
+            "contents": contents,
             "tools": [],
             "response_schema": schema,
             "config": config,
         }
+    )
+
+
+def _transfer_only(content: Content) -> bool:
+    """A history entry that only records a transfer (the hand-off's call and result, own or
+    another agent's): it tells the next agent nothing about the request, and a small model
+    reading it writes about transfers instead of answering."""
+    if any(p.function_call and p.function_call.name != TRANSFER_TOOL for p in content.parts):
+        return False
+    if any(
+        p.function_response and p.function_response.name != TRANSFER_TOOL for p in content.parts
+    ):
+        return False
+    if any(p.function_call or p.function_response for p in content.parts):
+        return True
+    lines = [line for line in content.text.splitlines()[1:] if line.strip()]
+    marker = f"`{TRANSFER_TOOL}`"
+    return (
+        content.text.startswith(FOREIGN_PREFIX)
+        and bool(lines)
+        and all(marker in line for line in lines)
     )
 
 

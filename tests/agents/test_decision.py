@@ -98,6 +98,8 @@ async def test_a_transfer_choice_is_the_ordinary_transfer_event(target: str, tex
     # The target answers at once: bouncing straight back to the sender is not an option,
     # so its step is a single call.
     assert model.requests[1].agent_name == target and model.requests[1].tools == []
+    # The hand-off's bookkeeping is left out of the target's view: only the request.
+    assert [c.text for c in model.requests[1].contents] == ["help"]
     # The resume rule: the next message goes to the target, which now decides between
     # answering and going back to its parent.
     model.add(choose("support_supervisor"), choose("support_supervisor"), "Hello again.")
