@@ -51,7 +51,11 @@ def support_model(body: dict[str, Any]) -> Reply:
         return json_reply(handoff_record(str(_last(body).get("content") or "")), usage=(200, 60))
     system = _system(body)
     tools = {t["function"]["name"] for t in body.get("tools") or []}
-    if "front door" in system and "transfer_to_agent" in tools and _last(body)["role"] == "user":
+    if (
+        system.startswith("You are the front door")
+        and "transfer_to_agent" in tools
+        and _last(body)["role"] == "user"
+    ):
         return tool_call_reply(tool_call("transfer_to_agent", {"agent_name": "billing_agent"}))
     if "billing" in system.lower():
         return text(BILLING_REPLY, usage=(40, 12))
