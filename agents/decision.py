@@ -11,6 +11,8 @@ a step with transfer targets or tools is two calls:
    second call); a tool gets its arguments written under its own parameter schema; an
    answer is written with no tools in sight.
 
+On such a model no step sees the bookkeeping of a hand-off (the `transfer_to_agent` call
+and its result): a small model reading it writes about the transfer instead of answering.
 Every step, in either mode, is checked for pretend actions (`agents.pretend_actions`):
 a reply that names a target or a tool becomes that transfer or call; a hand-off claim or
 a recited instruction is asked for again once, then settled by a decision among the
@@ -37,6 +39,7 @@ from agents.decision_requests import (
     decision_request,
     find_json_object_any,
     parse_choice,
+    without_handoff_records,
 )
 from agents.events import FunctionCall, Part, Usage
 from agents.metrics import REGISTRY
@@ -143,6 +146,8 @@ async def respond(
 ) -> LlmResponse:
     """The step's response: text, a tool call or a transfer. One model call is already
     spent by the caller; `spend` pays for each further one."""
+    if decides_first(model):
+        request = without_handoff_records(request)
     step = _Step(model, request, options, spend)
     if decides_first(model) and request.tools:
         response = await step.decide_and_act()

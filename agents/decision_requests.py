@@ -92,16 +92,22 @@ def _plain(
 ) -> LlmRequest:
     """A tool-less request: history as text, the instruction first (so a server's prompt
     cache shares it between the decision and the act), then `note`."""
-    contents = [render_content(c) for c in request.contents if not _transfer_only(c)]
     return request.model_copy(
         update={
             "system_instruction": "\n\n".join(s for s in (instruction, note) if s),
-            "contents": contents,
+            "contents": [render_content(c) for c in request.contents],
             "tools": [],
             "response_schema": schema,
             "config": config,
         }
     )
+
+
+def without_handoff_records(request: LlmRequest) -> LlmRequest:
+    """`request` without the history entries that only record a transfer (see
+    `_transfer_only`), for models that decide first."""
+    contents = [c for c in request.contents if not _transfer_only(c)]
+    return request.model_copy(update={"contents": contents})
 
 
 def _transfer_only(content: Content) -> bool:

@@ -6,7 +6,8 @@ policy_checker first"). Such a reply must never reach the user: `find_pretend_ac
 recognises it so the caller can turn it into the real action or ask again.
 
 What is recognised is generic, not a routing rule: the names of the agent's own transfer
-targets and tools (internal names a customer reply has no reason to use), first-person
+targets and tools, and of the transfer tool itself (internal names a customer reply has
+no reason to use), first-person
 claims of a hand-off or check, and runs of words copied from the agent's instruction.
 """
 
@@ -16,6 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from agents.transfer import TRANSFER_TOOL
 
 PretendKind = Literal["transfer", "tool", "claim", "recital"]
 
@@ -62,6 +65,8 @@ def find_pretend_action(
     for kind, name in named:
         if _mentions(text, name):
             return PretendAction(kind, name)  # type: ignore[arg-type]
+    if _word(text, TRANSFER_TOOL):
+        return PretendAction("claim")
     if _CLAIM.search(text):
         for kind, name in named:
             if _word(text, name):

@@ -241,6 +241,14 @@ async def test_a_claim_with_nothing_to_act_on_is_cut_out_or_fails() -> None:
     assert events[-1].error_code == "pretend_action"
     assert "escalat" not in events[-1].text
 
+    model = ScriptedModel(
+        ["Check the `transfer_to_agent` tool's permissions.", "Use transfer_to_agent."],
+        decide_first=True,
+    )
+    events = await Conversation(leaf, model).send_events("help")
+    assert events[-1].error_code == "pretend_action"
+    assert "escalat" not in events[-1].text
+
 
 def write_tree(path: Path) -> Path:
     path.write_text(
@@ -288,6 +296,8 @@ async def test_a_tree_from_yaml_with_other_names_routes_the_same_way(tmp_path: P
     ]
     assert turn[0] == ("front_desk", ("call", "transfer_to_agent", {"agent_name": "repairs"}))
     assert turn[-1] == ("triage", "Reinstall.")
+    # The workflow's agent sees the request, not the hand-off's bookkeeping.
+    assert [c.text for c in model.requests[-1].contents] == ["It crashes."]
     assert [(d.agent, d.choice, d.kind) for d in decisions] == [
         ("front_desk", "front_desk", "answer")
     ]
