@@ -185,7 +185,8 @@ class RoutingReport:
         consulted = sum(r.policy_consulted for r in promised)
         out.append(
             f"replies promising a refund: {len(promised)}, with the policy tool consulted "
-            f"first: {consulted}"
+            f"first: {consulted} (policy tool consulted in "
+            f"{sum(r.policy_consulted for r in self.results)} of {len(self.results)} cases)"
         )
         return out
 

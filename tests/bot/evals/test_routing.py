@@ -80,7 +80,10 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
     assert lines[-3].startswith("seconds per routing decision: median ")
     assert lines[-3].endswith("(3 decisions)")
     assert lines[-2] == "pretend-action replies shown to the user: 0 (caught and replaced: 1)"
-    assert lines[-1] == "replies promising a refund: 1, with the policy tool consulted first: 0"
+    assert lines[-1] == (
+        "replies promising a refund: 1, with the policy tool consulted first: 0 "
+        "(policy tool consulted in 0 of 3 cases)"
+    )
 
 
 async def test_route_only_stops_at_the_supervisors_transfer(tmp_path: Path) -> None:

@@ -199,7 +199,8 @@ async def test_eval_routing_prints_accuracy_and_confusion_table(
     assert lines[12:] == [
         "seconds per routing decision: - (the model answers in one call)",
         "pretend-action replies shown to the user: 0 (caught and replaced: 0)",
-        "replies promising a refund: 0, with the policy tool consulted first: 0",
+        "replies promising a refund: 0, with the policy tool consulted first: 0 "
+        "(policy tool consulted in 0 of 4 cases)",
     ]
     assert REGISTRY.get("support_bot_transfers_total") == 4
 
