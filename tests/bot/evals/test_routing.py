@@ -56,7 +56,8 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
     model = ScriptedModel(
         [
             classify,
-            "The duplicate charge will be refunded.",  # billing_agent
+            json_text("billing_agent"),  # billing_agent answers without the policy tool
+            "The duplicate charge will be refunded.",
             classify,
             "A permissions problem.",  # diagnose
             "1. Reinstall.",  # fix_writer
