@@ -63,6 +63,7 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
             "1. Reinstall.",  # fix_writer
             classify,
             "I will transfer you to billing_agent.",  # pretends, becomes a transfer
+            json_text("billing_agent"),
             "Billing here: what can I do?",
         ],
         decide_first=True,
