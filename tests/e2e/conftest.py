@@ -18,6 +18,8 @@ StartBot = Callable[..., Awaitable[BotHarness]]
 async def slack() -> AsyncIterator[FakeSlackApi]:
     async with FakeSlackApi(members={"C1": ["U1", "U2"], "CLEAD": ["ULEAD"]}) as api:
         yield api
+    # Every call the bot made is one Slack accepts.
+    assert [why for _, why in api.refused] == []
 
 
 @pytest.fixture
