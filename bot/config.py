@@ -70,7 +70,7 @@ class Settings(BaseSettings):
         description="The app has chat:write.customize: post replies under the agent's name.",
     )
     slack_retry_count: int = 3
-    max_message_chars: int = 3500
+    max_message_chars: int = 3000
     log_level: str = "INFO"
 
     @field_validator("support_leads", mode="before")

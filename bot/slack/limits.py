@@ -30,6 +30,7 @@ OPTIONS_PER_SELECT = 100
 PRIVATE_METADATA = 3_000
 PLAIN_TEXT_INPUT = 3_000  # a plain_text_input's max_length
 
+
 def section(text: str) -> Block:
     """One mrkdwn section (the caller keeps `text` within `SECTION_TEXT`)."""
     return {"type": "section", "text": {"type": "mrkdwn", "text": text or " "}}

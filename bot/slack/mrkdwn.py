@@ -13,7 +13,9 @@ _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$", re.MULTILINE)
 _BULLET = re.compile(r"^(\s*)[*-]\s+", re.MULTILINE)
 _PLACEHOLDER = "\x00{}\x00"
 # Something a reader takes for a host name: dotted labels ending in a letter TLD.
-_HOSTLIKE = re.compile(r"(?<![\w@-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})(?![\w-])", re.I)
+_HOSTLIKE = re.compile(
+    r"(?<![\w@-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})(?![\w-])", re.I
+)
 # Escaped entities and Slack's `<...>` markup, which a split must never cut through.
 _ATOM = re.compile(r"&[a-z]+;|<[^<>\n]{1,1000}>")
 
