@@ -92,8 +92,8 @@ def to_blocks(
             lines.append(f"• {claim}{text} ({_source_refs(item, by_id, link_for)})")
         marker = ":handshake: " if section == "commitments" else ""
         body = f"{marker}*{heading}*\n" + "\n".join(lines)
-        # Slack caps a section's text at 3,000 characters.
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:3000]}})
+        # Never cut here: whoever posts splits an oversize section on line boundaries.
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body}})
     if any(item.user_claim for _, _, item in record.items()):
         blocks.append(
             {

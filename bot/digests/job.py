@@ -24,6 +24,8 @@ from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord
 from bot.digests.message import digest_message, unavailable_message
 from bot.slack.permalinks import ThreadLinks, thread_links
+from bot.slack.posting import post_paged
+from bot.threads.summaries import public_problems
 from storage.threads import ThreadRecord
 
 logger = logging.getLogger(__name__)
@@ -151,10 +153,9 @@ class DigestJob:
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
             )
-            posted = await self.client.chat_postMessage(
-                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            outcome.slack_ts = await post_paged(
+                self.client, channel=self.lead_channel, text=text, blocks=blocks
             )
-            outcome.slack_ts = str(posted["ts"])
             outcome.outcome = "posted"
             await self.db.digests.set_posted(digest_id, outcome.slack_ts)
             REGISTRY.inc("support_bot_digests_posted_total")
@@ -187,11 +188,11 @@ class DigestJob:
                 cost=stored.cost,
                 attempts=stored.attempts,
             )
-            posted = await self.client.chat_postMessage(
-                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            posted = await post_paged(
+                self.client, channel=self.lead_channel, text=text, blocks=blocks
             )
-            await self.db.digests.set_posted(stored.id, str(posted["ts"]))
-            outcome.slack_ts, outcome.outcome = str(posted["ts"]), "posted"
+            await self.db.digests.set_posted(stored.id, posted)
+            outcome.slack_ts, outcome.outcome = posted, "posted"
             REGISTRY.inc("support_bot_digests_posted_total")
         await self.db.threads.release(
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
@@ -208,11 +209,10 @@ class DigestJob:
         )
         if self.lead_channel:
             links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            text, blocks = unavailable_message(links, problems)
-            posted = await self.client.chat_postMessage(
-                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            text, blocks = unavailable_message(links, public_problems(tuple(problems)))
+            outcome.slack_ts = await post_paged(
+                self.client, channel=self.lead_channel, text=text, blocks=blocks
             )
-            outcome.slack_ts = str(posted["ts"])
         # Progress is recorded so a failing thread isn't re-summarised every scan; new
         # activity makes it eligible again.
         await self.db.threads.release(thread.key, owner=self.owner, digested_seq=last_seq)

@@ -35,6 +35,7 @@ from bot.slack.blocks import (
 from bot.slack.limits import SECTION_TEXT
 from bot.slack.messages import IncomingMessage
 from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.posting import NO_UNFURL
 from bot.slack.services import BotServices
 from storage.inflight import InflightKey
 from storage.threads import ThreadKey
@@ -46,8 +47,6 @@ log = logging.getLogger(__name__)
 DELIVERY_ATTEMPTS = 7
 DELIVERY_BACKOFF_S = 1.0
 DELIVERY_MAX_WAIT_S = 30.0
-# Replies never unfurl links: a model-written link must not pull a preview into the thread.
-NO_UNFURL: dict[str, Any] = {"unfurl_links": False, "unfurl_media": False}
 _RETRYABLE_SLACK_ERRORS = {"ratelimited", "fatal_error", "internal_error", "service_unavailable"}
 
 

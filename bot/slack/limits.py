@@ -55,12 +55,6 @@ def fit_sections(blocks: list[Block]) -> list[Block]:
     return fitted
 
 
-def pages(blocks: list[Block], *, per_page: int = BLOCKS_PER_MESSAGE) -> list[list[Block]]:
-    """`blocks` (sections fitted) in messages of at most `per_page` blocks each."""
-    fitted = fit_sections(blocks)
-    return [fitted[i : i + per_page] for i in range(0, len(fitted), per_page)] or [[]]
-
-
 def plain_label(text: str, limit: int) -> str:
     """A plain_text label within `limit` characters, shortened visibly with `…`."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -9,6 +9,8 @@ rendering says so, lists the problems and links the thread.
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +18,18 @@ from agents.session import Session
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_blocks, to_text
 from bot.slack.blocks import Block
+from bot.slack.limits import sections
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
+
+log = logging.getLogger(__name__)
+
+UNAVAILABLE = "Summary unavailable"
+# A failed model call names its error code; the provider's own words (host names, key
+# fragments) go to the logs only.
+_MODEL_FAILURE = re.compile(r"^(model call failed \([\w.-]{1,64}\))")
+PROBLEM_CHARS = 300
+LISTED_PROBLEMS = 10
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,20 @@ async def summarize_session(
     if isinstance(record, HandoffRecord):
         return render_record(record, session=session, links=links)
     problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
-    return render_no_summary(problems, links=links)
+    return render_no_summary(public_problems(problems), links=links)
+
+
+def public_problems(problems: tuple[str, ...]) -> tuple[str, ...]:
+    """What a person may see of why a summary failed: validation problems as they are,
+    a failed model call as its error code only (the detail is logged)."""
+    shown = []
+    for problem in problems:
+        failure = _MODEL_FAILURE.match(problem)
+        if failure is not None:
+            log.warning("summary model call failed: %s", problem)
+            problem = failure.group(1)
+        shown.append(problem)
+    return tuple(shown)
 
 
 def render_record(
@@ -52,7 +77,7 @@ def render_record(
     blocks = to_blocks(
         record,
         events=session.events,
-        link_for=links.link_for if links is not None else None,
+        link_for=links.shown_link_for(session.events) if links is not None else None,
         title="Thread summary",
     )
     if links is not None:
@@ -67,20 +92,31 @@ def render_record(
                 ],
             }
         )
-    return SummaryView(ok=True, text=escape(plain)[:3000], blocks=blocks, plain=plain)
+    # The fallback text is the notification only; the blocks carry the whole record.
+    return SummaryView(
+        ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain
+    )
 
 
 def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -> SummaryView:
     """The honest failure: no summary passed validation; here is why, and the thread."""
-    listed = "\n".join(f"• {escape(p)}" for p in problems[:10])
     where = f"<{links.thread_link}|this thread>" if links is not None else "this thread"
-    text = (
-        f"No validated summary is available for {where}. The summary failed validation:\n{listed}"
-    )
+    text = f"*{UNAVAILABLE}* for {where}: no summary passed validation.\n{problem_list(problems)}"
     return SummaryView(
         ok=False,
-        text=text,
-        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
+        text=f"{UNAVAILABLE} for this thread.",
+        blocks=sections(text),
         plain=f"No validated summary. Problems: {'; '.join(problems)}",
         problems=problems,
     )
+
+
+def problem_list(problems: tuple[str, ...] | list[str]) -> str:
+    """The first problems as escaped bullets, each shortened visibly, and how many more."""
+    lines = []
+    for problem in problems[:LISTED_PROBLEMS]:
+        shown = problem if len(problem) <= PROBLEM_CHARS else problem[: PROBLEM_CHARS - 1] + "…"
+        lines.append(f"• {escape(shown)}")
+    if len(problems) > LISTED_PROBLEMS:
+        lines.append(f"…and {len(problems) - LISTED_PROBLEMS} more")
+    return "\n".join(lines)

@@ -271,8 +271,14 @@ class FakeSlackApi:
         bot = user in self.bots
         return {
             "ok": True,
-            "user": {"id": user, "team_id": self.team_id, "name": user.lower(), "deleted": False,
-                     "is_bot": bot, "is_app_user": False},
+            "user": {
+                "id": user,
+                "team_id": self.team_id,
+                "name": user.lower(),
+                "deleted": False,
+                "is_bot": bot,
+                "is_app_user": False,
+            },
         }
 
     def _replies(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -17,28 +17,77 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
     "auth.test": frozenset({"token", "team_id"}),
     "chat.postMessage": frozenset(
         {
-            "token", "as_user", "attachments", "blocks", "channel", "icon_emoji", "icon_url",
-            "link_names", "mrkdwn", "parse", "reply_broadcast", "text", "thread_ts",
-            "unfurl_links", "unfurl_media", "username", "container_id", "metadata",
+            "token",
+            "as_user",
+            "attachments",
+            "blocks",
+            "channel",
+            "icon_emoji",
+            "icon_url",
+            "link_names",
+            "mrkdwn",
+            "parse",
+            "reply_broadcast",
+            "text",
+            "thread_ts",
+            "unfurl_links",
+            "unfurl_media",
+            "username",
+            "container_id",
+            "metadata",
             "markdown_text",
         }
     ),
     "chat.update": frozenset(
-        {"token", "as_user", "attachments", "blocks", "channel", "link_names", "parse", "text",
-         "ts", "file_ids", "reply_broadcast", "metadata", "markdown_text"}
+        {
+            "token",
+            "as_user",
+            "attachments",
+            "blocks",
+            "channel",
+            "link_names",
+            "parse",
+            "text",
+            "ts",
+            "file_ids",
+            "reply_broadcast",
+            "metadata",
+            "markdown_text",
+        }
     ),
     "chat.delete": frozenset({"token", "as_user", "channel", "ts"}),
     "chat.postEphemeral": frozenset(
         {
-            "token", "as_user", "attachments", "blocks", "channel", "icon_emoji", "icon_url",
-            "link_names", "parse", "text", "thread_ts", "user", "username", "markdown_text",
+            "token",
+            "as_user",
+            "attachments",
+            "blocks",
+            "channel",
+            "icon_emoji",
+            "icon_url",
+            "link_names",
+            "parse",
+            "text",
+            "thread_ts",
+            "user",
+            "username",
+            "markdown_text",
         }
     ),
     "chat.getPermalink": frozenset({"token", "channel", "message_ts"}),
     "conversations.members": frozenset({"token", "channel", "limit", "cursor"}),
     "conversations.replies": frozenset(
-        {"token", "channel", "ts", "latest", "oldest", "inclusive", "limit", "cursor",
-         "include_all_metadata"}
+        {
+            "token",
+            "channel",
+            "ts",
+            "latest",
+            "oldest",
+            "inclusive",
+            "limit",
+            "cursor",
+            "include_all_metadata",
+        }
     ),
     "conversations.info": frozenset({"token", "channel", "include_locale", "include_num_members"}),
     "users.info": frozenset({"token", "include_locale", "user"}),
@@ -47,8 +96,18 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
 }
 # A response_url answers like a message, plus its own fields.
 RESPONSE_URL_ARGS = frozenset(
-    {"text", "blocks", "attachments", "response_type", "replace_original", "delete_original",
-     "thread_ts", "mrkdwn", "unfurl_links", "unfurl_media"}
+    {
+        "text",
+        "blocks",
+        "attachments",
+        "response_type",
+        "replace_original",
+        "delete_original",
+        "thread_ts",
+        "mrkdwn",
+        "unfurl_links",
+        "unfurl_media",
+    }
 )
 
 MESSAGE_TEXT = 40_000
