@@ -10,6 +10,9 @@ from bot.slack.mrkdwn import escape
 Block = dict[str, Any]
 
 THINKING_TEXT = "_Thinking…_"
+# A hand-off note; its post is split into sections, so any length within Slack's own
+# input limit fits.
+NOTE_MAX_CHARS = 3000
 FAILURE_TEXT = (
     "Sorry, I couldn't answer this one. Your message is saved and a person from the "
     "support team will follow up here."
@@ -74,7 +77,12 @@ def handoff_modal(*, private_metadata: str, agents: Sequence[str]) -> dict[str, 
         "block_id": "note",
         "optional": True,
         "label": {"type": "plain_text", "text": "Note"},
-        "element": {"type": "plain_text_input", "action_id": "value", "multiline": True},
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": True,
+            "max_length": NOTE_MAX_CHARS,
+        },
     }
     blocks = [person, agent, note] if agent_options else [person, note]
     return {
@@ -88,11 +96,21 @@ def handoff_modal(*, private_metadata: str, agents: Sequence[str]) -> dict[str, 
     }
 
 
+def refusal_modal(text: str) -> dict[str, Any]:
+    """A modal that only says why nothing can be done (no agent names, no thread)."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Hand off thread"},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": notice_blocks(escape(text)),
+    }
+
+
 def home_view() -> dict[str, Any]:
     """App Home: what the bot does and how to use it."""
     text = (
         "*Support bot*\nMention me in a channel to start a conversation in that thread, "
-        "or send me a DM. Use `/summary <thread link>` or `/handoff <thread link> "
-        "<@person | agent> [note]`, or the message shortcuts, to summarise or hand off."
+        "or send me a DM. Use `/summary &lt;thread link&gt;` or `/handoff &lt;thread link&gt; "
+        "&lt;@person | agent&gt; [note]`, or the message shortcuts, to summarise or hand off."
     )
     return {"type": "home", "blocks": notice_blocks(text)}
