@@ -66,7 +66,8 @@ async def test_commands_summary_public_posts_in_thread(
     bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
     await bot.send_command("/summary", f"<{LINK}> public")
     await bot.idle()
-    [post] = [c for c in slack.calls_to("chat.postMessage") if "Thread summary" in c.get("text", "")]
+    posts = slack.calls_to("chat.postMessage")
+    [post] = [c for c in posts if "Thread summary" in c.get("text", "")]
     assert post["thread_ts"] == ROOT and post["channel"] == "C1"
 
 

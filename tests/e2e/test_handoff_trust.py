@@ -163,7 +163,7 @@ async def test_person_target_must_be_a_person_not_a_bot(
 async def test_failed_summary_hands_an_agent_the_raw_thread(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
-    bot, model = await thread_with_history(slack, start_bot, ["not json", "still not json"])
+    bot, _ = await thread_with_history(slack, start_bot, ["not json", "still not json"])
     source = await source_session(bot, "C1", ROOT)
     await bot.send_command("/handoff", f"{LINK} billing_agent")
     await bot.idle()
