@@ -14,7 +14,7 @@ DEFAULT_ANSWER = "Noted."
 class AgentModel:
     """Answers each request with the next step scripted for `request.agent_name`.
 
-    A step is text or an `LlmResponse`; an agent with no steps left answers
+    A step is text, an `LlmResponse` or an exception to raise; an agent with no steps left answers
     `DEFAULT_ANSWER`, and compaction answers `compaction_summary`. Every request is kept.
     """
 
@@ -22,17 +22,17 @@ class AgentModel:
 
     def __init__(
         self,
-        steps: dict[str, Iterable[str | LlmResponse]] | None = None,
+        steps: dict[str, Iterable[str | LlmResponse | BaseException]] | None = None,
         *,
         compaction_summary: str = "Summary of the earlier turns.",
     ) -> None:
-        self.steps: dict[str, deque[str | LlmResponse]] = {
+        self.steps: dict[str, deque[str | LlmResponse | BaseException]] = {
             agent: deque(queue) for agent, queue in (steps or {}).items()
         }
         self.compaction_summary = compaction_summary
         self.requests: list[LlmRequest] = []
 
-    def add(self, agent: str, *steps: str | LlmResponse) -> None:
+    def add(self, agent: str, *steps: str | LlmResponse | BaseException) -> None:
         self.steps.setdefault(agent, deque()).extend(steps)
 
     def requests_of(self, agent: str) -> list[LlmRequest]:
@@ -44,4 +44,6 @@ class AgentModel:
         step: Any = queue.popleft() if queue else None
         if step is None:
             step = self.compaction_summary if request.agent_name == "compaction" else DEFAULT_ANSWER
+        if isinstance(step, BaseException):
+            raise step
         return step if isinstance(step, LlmResponse) else LlmResponse.from_text(step)
