@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +112,7 @@ def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -
     )
 
 
-def problem_list(problems: tuple[str, ...] | list[str]) -> str:
+def problem_list(problems: Sequence[str]) -> str:
     """The first problems as escaped bullets, each shortened visibly, and how many more."""
     lines = []
     for problem in problems[:LISTED_PROBLEMS]:
