@@ -6,8 +6,9 @@ Who may do what (checked before anything else is shown or posted):
 - Hand a thread to a person, or attach a note: one of `SUPPORT_LEADS`, or a member of a
   channel thread. Never from a direct message (channel ids starting with `D`) unless
   a support lead: a customer cannot post into the support-lead channel or ping anyone.
-- A person target must be a person in the workspace (`users.info`): not a bot, an app
-  or a deactivated account; user groups are not targets at all.
+- A person target must be a person of the workspace (`users.info`, scope `users:read`):
+  not a bot, an app, a deactivated account or a user of another organisation's
+  workspace; user groups are not targets at all.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ class ThreadActions:
         """May `user` (already authorised) hand off to a person or write a note?"""
         return user in self.s.settings.support_leads or not is_direct(channel)
 
-    async def is_person(self, user: str) -> bool:
-        """A person in this workspace: known to `users.info`, not a bot, app or deactivated."""
+    async def is_person(self, user: str, team_id: str) -> bool:
+        """A person of workspace `team_id`: known to `users.info`, not a bot, an app, a
+        deactivated account or someone from another organisation's workspace."""
         try:
             answer = await self.s.client.users_info(user=user)
         except SlackApiError as exc:
@@ -94,6 +96,7 @@ class ThreadActions:
             or profile.get("is_app_user")
             or profile.get("deleted")
             or profile.get("id") in ("USLACKBOT", self.s.bot_user_id)
+            or profile.get("team_id", team_id) != team_id
         )
 
     async def _load(self, team_id: str, ref: ThreadRef, user: str, reply: Reply) -> Any:
@@ -161,7 +164,7 @@ class ThreadActions:
             known = ", ".join(f"`{a}`" for a in self.handoff_agents())
             await reply(f"There is no agent called `{escape(agent)}`. Known agents: {known}.", None)
             return
-        if person is not None and not await self.is_person(person):
+        if person is not None and not await self.is_person(person, team_id):
             await reply(NOT_A_PERSON, None)
             return
         key, record, session = loaded
