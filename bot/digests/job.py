@@ -23,8 +23,8 @@ from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord
 from bot.digests.message import digest_message, unavailable_message
+from bot.slack.limits import post_paged
 from bot.slack.permalinks import ThreadLinks, thread_links
-from bot.slack.posting import post_paged
 from bot.threads.summaries import public_problems
 from storage.threads import ThreadRecord
 

@@ -20,9 +20,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.command_args import ThreadRef
+from bot.slack.limits import post_paged, reply_paged
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import thread_links
-from bot.slack.posting import post_paged, reply_paged
 from bot.slack.services import BotServices
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
 from bot.threads.summaries import UNAVAILABLE, SummaryView, summarize_session

@@ -32,10 +32,9 @@ from bot.slack.blocks import (
     thinking_blocks,
     transfer_line,
 )
-from bot.slack.limits import SECTION_TEXT
+from bot.slack.limits import NO_UNFURL, SECTION_TEXT
 from bot.slack.messages import IncomingMessage
 from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
-from bot.slack.posting import NO_UNFURL
 from bot.slack.services import BotServices
 from storage.inflight import InflightKey
 from storage.threads import ThreadKey

@@ -1,13 +1,15 @@
-"""Slack's documented limits on what the bot posts, and fitting escaped text within them.
+"""Slack's documented limits on what the bot posts, and posting within them.
 
 Every figure is from Slack's Block Kit and Web API reference. Text is measured after
 escaping (`&` becomes `&amp;`), because that is what Slack counts. Nothing is cut:
-long text is split on line boundaries into more sections, and more sections than one
-message holds become more messages (see `bot.slack.posting`).
+long text is split on line boundaries into more sections, and more blocks than one
+message holds continue in the thread (or, for an ephemeral answer, in further
+answers), the first message saying so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.slack.mrkdwn import split_message
@@ -15,20 +17,7 @@ from bot.slack.mrkdwn import split_message
 Block = dict[str, Any]
 
 SECTION_TEXT = 3_000  # a section block's text
-SECTION_FIELD_TEXT = 2_000
-HEADER_TEXT = 150  # a header block's plain_text
-CONTEXT_ELEMENTS = 10
-CONTEXT_TEXT = 3_000  # any text object inside a context block
-BLOCKS_PER_MESSAGE = 50
-BLOCKS_PER_VIEW = 100  # modals and App Home
-MESSAGE_TEXT = 40_000  # a message's top-level `text`: Slack truncates beyond it
-VIEW_TITLE = 24  # a modal's title, submit and close labels
-INPUT_LABEL = 2_000
-OPTION_TEXT = 75
-OPTION_VALUE = 150
-OPTIONS_PER_SELECT = 100
-PRIVATE_METADATA = 3_000
-PLAIN_TEXT_INPUT = 3_000  # a plain_text_input's max_length
+BLOCKS_PER_MESSAGE = 50  # blocks in one message (a modal or App Home holds 100)
 
 
 def section(text: str) -> Block:
@@ -55,6 +44,51 @@ def fit_sections(blocks: list[Block]) -> list[Block]:
     return fitted
 
 
-def plain_label(text: str, limit: int) -> str:
-    """A plain_text label within `limit` characters, shortened visibly with `…`."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+# Link previews never open inside what the bot posts: links come from models and users.
+NO_UNFURL: dict[str, Any] = {"unfurl_links": False, "unfurl_media": False}
+
+Reply = Callable[[str, list[Block] | None], Awaitable[None]]
+
+
+def paged(blocks: list[Block], *, where: str = "in this thread") -> list[list[Block]]:
+    """`blocks` as messages within Slack's limits; the first notes how many follow."""
+    fitted = fit_sections(blocks)
+    if len(fitted) <= BLOCKS_PER_MESSAGE:
+        return [fitted]
+    size = BLOCKS_PER_MESSAGE - 1
+    pages = [fitted[i : i + size] for i in range(0, len(fitted), size)]
+    more = len(pages) - 1
+    note = f"Continued {where} ({more} more message{'s' if more > 1 else ''})."
+    pages[0] = [*pages[0], {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
+    return pages
+
+
+async def post_paged(
+    client: Any, *, channel: str, text: str, blocks: list[Block], thread_ts: str | None = None
+) -> str:
+    """Post `blocks` on `channel` (in `thread_ts` if given); later pages follow in the
+    first message's thread. Returns the first message's ts."""
+    first, *rest = paged(blocks)
+    thread = {"thread_ts": thread_ts} if thread_ts else {}
+    answer = await client.chat_postMessage(
+        channel=channel, text=text, blocks=first, **thread, **NO_UNFURL
+    )
+    ts = str(answer["ts"])
+    for number, page in enumerate(rest, start=2):
+        await client.chat_postMessage(
+            channel=channel,
+            thread_ts=thread_ts or ts,
+            text=f"{text} (part {number})",
+            blocks=page,
+            **NO_UNFURL,
+        )
+    return ts
+
+
+async def reply_paged(reply: Reply, text: str, blocks: list[Block] | None) -> None:
+    """Answer through `reply` (an ephemeral response), one answer per page."""
+    if blocks is None:
+        await reply(text, None)
+        return
+    for number, page in enumerate(paged(blocks, where="below"), start=1):
+        await reply(text if number == 1 else f"{text} (part {number})", page)

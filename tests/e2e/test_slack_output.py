@@ -17,9 +17,8 @@ from agents.models.base import ModelError
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.record import HandoffRecord, Item
 from bot.digests.message import digest_message, unavailable_message
-from bot.slack.limits import SECTION_TEXT
+from bot.slack.limits import SECTION_TEXT, post_paged
 from bot.slack.permalinks import ThreadLinks
-from bot.slack.posting import post_paged
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot

@@ -2,7 +2,7 @@
 
 Arguments per method are those of Slack's published OpenAPI spec
 (`../shared/data/slack-api-specs/`) plus the newer ones slack_sdk's method signatures
-name (both checked by tests/bot/slack/test_slack_limits.py); Block
+name (both checked by tests/bot/slack/test_limits.py); Block
 Kit limits are those of Slack's Block Kit reference. `refusal(method, args)` answers
 the error code Slack would give, or None when Slack would accept the call.
 """
