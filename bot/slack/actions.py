@@ -4,8 +4,9 @@ Who may do what (checked before anything else is shown or posted):
 - Summarise, or hand a thread to an agent: a member of the thread's channel, or one of
   `SUPPORT_LEADS`. In a direct message with the bot that includes the customer.
 - Hand a thread to a person, or attach a note: one of `SUPPORT_LEADS`, or a member of a
-  channel thread. Never from a direct message (channel ids starting with `D`) unless
-  a support lead: a customer cannot post into the support-lead channel or ping anyone.
+  channel thread. Never from a direct or group direct message with the bot unless a
+  support lead: a customer cannot post into the support-lead channel or ping anyone.
+  (`conversations.info` tells; when it cannot, the thread counts as direct.)
 - A person target must be a person of the workspace (`users.info`, scope `users:read`):
   not a bot, an app, a deactivated account or a user of another organisation's
   workspace; user groups are not targets at all.
@@ -44,11 +45,6 @@ DIRECT_REFUSAL = (
 NOT_A_PERSON = "Hand-offs go to a person in this workspace, not to a bot, an app or a group."
 
 
-def is_direct(channel: str) -> bool:
-    """A direct message with the bot (Slack's DM channel ids start with `D`)."""
-    return channel.startswith("D")
-
-
 class ThreadActions:
     """Authorised summary and handoff of one thread, reporting back through `reply`."""
 
@@ -78,9 +74,21 @@ class ThreadActions:
             log.info("membership check failed", extra={"error": exc.response.get("error")})
         return False
 
-    def may_reach_people(self, user: str, channel: str) -> bool:
+    async def may_reach_people(self, user: str, channel: str) -> bool:
         """May `user` (already authorised) hand off to a person or write a note?"""
-        return user in self.s.settings.support_leads or not is_direct(channel)
+        return user in self.s.settings.support_leads or not await self.is_direct(channel)
+
+    async def is_direct(self, channel: str) -> bool:
+        """A direct or group direct message; unknown counts as direct (fails closed)."""
+        if channel.startswith("D"):
+            return True
+        try:
+            answer = await self.s.client.conversations_info(channel=channel)
+        except SlackApiError as exc:
+            log.info("channel check failed", extra={"error": exc.response.get("error")})
+            return True
+        info = answer.get("channel") or {}
+        return bool(info.get("is_im") or info.get("is_mpim"))
 
     async def is_person(self, user: str, team_id: str) -> bool:
         """A person of workspace `team_id`: known to `users.info`, not a bot, an app, a
@@ -157,7 +165,7 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
-        if (person is not None or note) and not self.may_reach_people(user, ref.channel):
+        if (person is not None or note) and not await self.may_reach_people(user, ref.channel):
             await reply(DIRECT_REFUSAL, None)
             return
         if agent is not None and agent not in self.handoff_agents():

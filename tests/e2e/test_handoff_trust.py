@@ -244,3 +244,21 @@ async def test_citation_of_a_workflow_step_carries_no_link_to_another_agents_mes
     reply_ts = next(e.slack_ts for e in events if e.id == fix)
     assert f"p{reply_ts.replace('.', '')}?thread_ts={ROOT}&cid=C1|{fix}>" in blocks
     assert f"|{diagnose}>" not in blocks and f"({diagnose})" in blocks
+
+
+async def test_group_dm_with_the_bot_counts_as_direct(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    slack.members["G1"] = ["U1", "U2", "UBOT"]
+    slack.group_dms.add("G1")
+    model = AgentModel({"support_supervisor": [ANSWER]})
+    bot = await shipped_bot(slack, start_bot, model, AgentModel({SUMMARIZER_NAME: []}))
+    await bot.send_event(channel_message(QUESTION, ts=DM_ROOT, channel="G1", mention=True))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    link = f"https://fake.slack.com/archives/G1/p{DM_ROOT.replace('.', '')}"
+    await bot.send_command("/handoff", f"{link} <@U2> take it", channel="G1")
+    await bot.idle()
+    assert DIRECT_REFUSAL in ephemeral(slack)
+    assert slack.calls_to("conversations.info")[0]["channel"] == "G1"
+    assert all(c.get("channel") != "CLEAD" for c in slack.calls_to("chat.postMessage"))

@@ -18,7 +18,8 @@ answers `{"ok": true}` and is recorded.
 Strict like Slack: a call with an argument its method does not take, or blocks beyond
 Block Kit's documented limits, is refused with Slack's error code (see
 `tests.fakes.slack_limits`) and kept in `refused`. `users.info` knows every `U`/`W` id as
-a person, `bots` as bot users, and nothing else.
+a person, `bots` as bot users, and nothing else; `conversations.info` says a `D`
+channel is a DM and a `group_dms` channel a group DM.
 
 Faults: `fail("chat.postMessage", status=429, times=1, retry_after=1)` makes the
 next `times` calls of that method fail (429 carries `Retry-After`; any other status
@@ -70,6 +71,7 @@ class FakeSlackApi:
         socket_url: str | None = None,
         latency: float = 0.0,
         bots: set[str] | None = None,
+        group_dms: set[str] | None = None,
     ) -> None:
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -78,6 +80,7 @@ class FakeSlackApi:
         self.socket_url = socket_url
         self.latency = latency
         self.bots = {bot_user_id, "USLACKBOT", *(bots or set())}
+        self.group_dms = set(group_dms or ())
         self.calls: list[Call] = []
         self.refused: list[tuple[Call, str]] = []
         self.attempts: list[Call] = []
@@ -258,6 +261,13 @@ class FakeSlackApi:
         msg.update(text=args.get("text", ""), blocks=args.get("blocks"), edited=True)
         return {"ok": True, "channel": channel, "ts": ts, "text": msg["text"]}
 
+    def _info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = str(args.get("channel", ""))
+        if channel not in self.members and not channel.startswith("D"):
+            return {"ok": False, "error": "channel_not_found"}
+        kind = {"is_im": channel.startswith("D"), "is_mpim": channel in self.group_dms}
+        return {"ok": True, "channel": {"id": channel, **kind}}
+
     def _delete(self, args: dict[str, Any]) -> dict[str, Any]:
         channel, ts = args.get("channel", ""), args.get("ts", "")
         if self.messages.get(channel, {}).pop(ts, None) is None:
@@ -323,7 +333,7 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "chat.getPermalink": FakeSlackApi._permalink,
     "conversations.replies": FakeSlackApi._replies,
     "conversations.members": FakeSlackApi._members,
-    "conversations.info": lambda self, a: {"ok": True, "channel": {"id": a.get("channel")}},
+    "conversations.info": FakeSlackApi._info,
     "users.info": FakeSlackApi._user,
     "chat.delete": FakeSlackApi._delete,
     "views.open": lambda self, a: {"ok": True, "view": {"id": "V" + self.next_ts()}},
