@@ -70,7 +70,12 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
     def make(name: str) -> Model:
         from agents.models.litellm_model import LiteLlmModel
 
-        return LiteLlmModel(name, api_base=settings.model_api_base, api_key=_api_key(name))
+        return LiteLlmModel(
+            name,
+            api_base=settings.model_api_base,
+            api_key=_api_key(name),
+            timeout=settings.model_timeout_seconds,
+        )
 
     def _api_key(name: str) -> str | None:
         key = secret(settings.model_api_key)
@@ -159,7 +164,7 @@ def build_runner(settings: Settings, db: Any, models: Models | None = None) -> R
         ),
     )
     return Runner(
-        agent=build_support_tree(model=models.main),
+        agent=build_support_tree(path=settings.agent_tree_file, model=models.main),
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=models.factory,

@@ -85,7 +85,7 @@ async def eval_routing(
         out.write(f"routes: {mapping}, anything else={route_map.fallback}\n")
         report = await evaluate_routing(
             cases,
-            tree=lambda: build_support_tree(model=models.main),
+            tree=lambda: build_support_tree(path=settings.agent_tree_file, model=models.main),
             routes=route_map,
             model_factory=models.factory,
             progress=ProgressBar("routing"),
