@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -21,6 +22,10 @@ from bot.slack.services import BotServices
 from bot.threads.worker import ThreadWorker
 
 log = logging.getLogger(__name__)
+
+REGISTRY.describe(
+    "support_bot_background_jobs", "gauge", "Messages queued or running in the thread worker"
+)
 
 EVENTS_PATH = "/slack/events"
 HealthCheck = Callable[[], Awaitable[bool]]
@@ -122,7 +127,7 @@ def build_web_app(
 
     async def metrics(request: web.Request) -> web.Response:
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)
-        return web.Response(text=REGISTRY.render_prometheus(), content_type="text/plain")
+        return web.Response(body=REGISTRY.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def startup(_: web.Application) -> None:
         # Before the site listens: re-run messages keep their place in their threads.

@@ -15,8 +15,9 @@ from bot.config import Settings
 from bot.evals.cli import eval_routing, eval_summaries
 from bot.evals.routing import RouteMap
 from bot.ops.commands import digest_once, forget, show_stats
-from bot.ops.stats import Stats, collect, stats_rows
+from bot.ops.stats import stats_rows
 from storage.database import Database
+from storage.stats import Stats
 from tests.bot.terminal.chat_model import support_model
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -86,7 +87,7 @@ async def test_forget_deletes_a_users_rows_and_prints_counts(
     counts = {k: int(v) for k, v in (line.split() for line in lines[1:])}
     assert counts["sessions"] == 1 and counts["threads"] == 1 and counts["events"] == 4
     async with await Database.open(settings.database_url) as db:
-        stats = await collect(db)
+        stats = await db.stats.collect()
     assert stats.sessions == 1 and stats.invocations == 1  # sam's remain
 
 
