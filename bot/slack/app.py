@@ -127,7 +127,9 @@ def build_web_app(
 
     async def metrics(request: web.Request) -> web.Response:
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)
-        return web.Response(body=REGISTRY.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=REGISTRY.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     async def startup(_: web.Application) -> None:
         # Before the site listens: re-run messages keep their place in their threads.
