@@ -191,3 +191,17 @@ def test_route_map_parses_overrides_and_fallback() -> None:
     assert routes.agent_for("general") == "tech_support"
     with pytest.raises(ValueError, match="use route=agent"):
         RouteMap.parse("billing")
+
+
+def test_digest_without_once_explains_it_only_runs_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["digest"]) == 2
+    assert "support-bot digest --once" in capsys.readouterr().err
+
+
+def test_cli_usage_errors_exit_2_with_one_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["forget"]) == 2
+    assert "Missing option '--user'" in capsys.readouterr().err
+    assert cli.main(["eval", "routing", "--data", "x.jsonl", "--routes", "nonsense"]) == 2
+    assert capsys.readouterr().err.startswith("support-bot: ")
