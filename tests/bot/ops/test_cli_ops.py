@@ -205,3 +205,34 @@ def test_cli_usage_errors_exit_2_with_one_message(capsys: pytest.CaptureFixture[
     assert "Missing option '--user'" in capsys.readouterr().err
     assert cli.main(["eval", "routing", "--data", "x.jsonl", "--routes", "nonsense"]) == 2
     assert capsys.readouterr().err.startswith("support-bot: ")
+
+
+async def test_stats_live_reads_a_metrics_page_with_prometheus_clients_parser(
+    tmp_path: Path,
+) -> None:
+    from aiohttp import web
+
+    REGISTRY.inc("support_bot_transfers_total", **{"from": "support_supervisor", "to": "billing"})
+    REGISTRY.inc("support_bot_invocations_total", 3)
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=REGISTRY.exposition(), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    settings = Settings(_env_file=None, database_url=f"sqlite+aiosqlite:///{tmp_path / 's.db'}")
+    out = io.StringIO()
+    try:
+        await show_stats(settings, out, live_url=f"http://127.0.0.1:{port}/metrics")
+    finally:
+        await runner.cleanup()
+    live = out.getvalue().split("Live counters from ", 1)[1].splitlines()[2:]
+    assert sorted(line.split() for line in live) == [
+        ["support_bot_invocations_total", "3"],
+        ['support_bot_transfers_total{from="support_supervisor",to="billing"}', "1"],
+    ]
