@@ -95,7 +95,7 @@ class Registry:
 
 REGISTRY = Registry()
 
-for _name, _kind, _help in (
+_RUNTIME_METRICS: tuple[tuple[str, Kind, str], ...] = (
     ("support_bot_invocations_total", "counter", "Agent invocations run"),
     ("support_bot_model_calls_total", "counter", "Model calls, by agent"),
     ("support_bot_model_tokens_total", "counter", "Model tokens, by agent and kind"),
@@ -106,5 +106,6 @@ for _name, _kind, _help in (
     ("support_bot_summaries_total", "counter", "Summaries, by outcome"),
     ("support_bot_digests_posted_total", "counter", "Digests posted to the lead channel"),
     ("support_bot_duplicate_deliveries_total", "counter", "Slack deliveries dropped as dupes"),
-):
-    REGISTRY.describe(_name, _kind, _help)  # type: ignore[arg-type]
+)
+for _name, _kind, _help in _RUNTIME_METRICS:
+    REGISTRY.describe(_name, _kind, _help)

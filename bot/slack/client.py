@@ -9,6 +9,8 @@ than losing it.
 
 from __future__ import annotations
 
+import logging
+
 import aiohttp
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -23,6 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.metrics import REGISTRY
 from bot.config import Settings, secret
+
+log = logging.getLogger(__name__)
 
 RETRIES_METRIC = "support_bot_slack_redeliveries_total"
 REGISTRY.describe(RETRIES_METRIC, "counter", "Slack Web API calls sent again, by method")
@@ -74,7 +78,10 @@ class _Counted:
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> None:
-        REGISTRY.inc(RETRIES_METRIC, call=request.url.rsplit("/", 1)[-1])
+        method = request.url.rsplit("/", 1)[-1]
+        REGISTRY.inc(RETRIES_METRIC, call=method)
+        cause = type(error).__name__ if error is not None else getattr(response, "status_code", "")
+        log.warning("Slack %s failed (%s); retrying", method, cause)
         await super().prepare_for_next_attempt_async(  # type: ignore[misc]
             state=state, request=request, response=response, error=error
         )
