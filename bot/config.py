@@ -76,7 +76,10 @@ class Settings(BaseSettings):
         default=False,
         description="The app has chat:write.customize: post replies under the agent's name.",
     )
-    slack_retry_count: int = 3
+    slack_retry_count: int = Field(
+        default=8,
+        description="Web API retries per call (429, 5xx, connection errors): ~90 s of patience.",
+    )
     max_message_chars: int = 3500
     log_level: str = "INFO"
 

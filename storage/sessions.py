@@ -31,6 +31,7 @@ from storage.scoped_state import read_app, read_users, write_scoped
 log = logging.getLogger(__name__)
 
 CORRUPT_EVENTS_METRIC = "storage_corrupt_events_total"
+REGISTRY.describe(CORRUPT_EVENTS_METRIC, "counter", "Stored events skipped as unreadable")
 
 
 def _session_where(app_name: str, user_id: str, session_id: str) -> sa.ColumnElement[bool]:

@@ -2,15 +2,16 @@
 
 Both run on any litellm model (`--model`, else the configured `MODEL`, else the
 embedded model), including a local OpenAI-compatible server (`MODEL_API_BASE`). They
-show a progress bar on stderr and print their report on the output stream.
+show a progress bar on stderr (tqdm) and print their report on the output stream.
 """
 
 from __future__ import annotations
 
 from typing import TextIO
 
+from tqdm import tqdm
+
 from bot.config import Settings
-from bot.progress import ProgressBar
 
 
 async def eval_summaries(
@@ -47,17 +48,24 @@ async def eval_summaries(
                 validator=validator,
                 shadow_validator=Validator(strict=False) if validator is None else None,
             )
-            report = await evaluate(
-                conversations,
-                service,
-                label=label,
-                progress=ProgressBar(f"summaries ({label})"),
-                on_outcome=lambda outcome: print(
-                    outcome_line(outcome, problems=show_problems), file=out, flush=True
-                ),
-            )
+            with tqdm(desc=f"summaries ({label})", total=len(conversations), unit="conv") as bar:
+                report = await evaluate(
+                    conversations,
+                    service,
+                    label=label,
+                    progress=lambda done, _total: bar.update(done - bar.n),
+                    on_outcome=lambda outcome: _print_above(
+                        bar, outcome_line(outcome, problems=show_problems), out
+                    ),
+                )
             out.write("\n".join(report.lines()) + "\n")
     return 0
+
+
+def _print_above(bar: tqdm, line: str, out: TextIO) -> None:
+    """Print a result line at once, without tearing the bar when both share a terminal."""
+    bar.write(line, file=out)
+    out.flush()
 
 
 async def eval_routing(
@@ -83,12 +91,13 @@ async def eval_routing(
         out.write(f"model: {models.label}\n")
         mapping = ", ".join(f"{k}={v}" for k, v in sorted(route_map.routes.items()))
         out.write(f"routes: {mapping}, anything else={route_map.fallback}\n")
-        report = await evaluate_routing(
-            cases,
-            tree=lambda: build_support_tree(path=settings.agent_tree_file, model=models.main),
-            routes=route_map,
-            model_factory=models.factory,
-            progress=ProgressBar("routing"),
-        )
+        with tqdm(desc="routing", total=len(cases), unit="case") as bar:
+            report = await evaluate_routing(
+                cases,
+                tree=lambda: build_support_tree(path=settings.agent_tree_file, model=models.main),
+                routes=route_map,
+                model_factory=models.factory,
+                progress=lambda done, _total: bar.update(done - bar.n),
+            )
     out.write("\n".join(report.lines()) + "\n")
     return 0

@@ -2,8 +2,8 @@
 
 Every accepted message is tracked in `db.inflight` (see `storage.inflight`) from before
 the HTTP ack until its thread has an answer, so a crash at any point leaves a row that
-the next start-up finishes (`bot.slack.recovery`). Slack writes are retried patiently: a
-Slack outage delays a reply, it never loses one.
+the next start-up finishes (`bot.slack.recovery`). Slack writes are retried patiently by
+the client (`bot.slack.client`): a Slack outage delays a reply, it never loses one.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,12 +38,9 @@ from storage.threads import ThreadKey
 
 log = logging.getLogger(__name__)
 
-# Beyond slack_sdk's own retries: how often, and how patiently, a reply is re-sent while
-# Slack answers 429 or 5xx or cannot be reached (about a minute and a half in all).
-DELIVERY_ATTEMPTS = 7
-DELIVERY_BACKOFF_S = 1.0
-DELIVERY_MAX_WAIT_S = 30.0
-_RETRYABLE_SLACK_ERRORS = {"ratelimited", "fatal_error", "internal_error", "service_unavailable"}
+REGISTRY.describe(
+    "support_bot_invocation_failures_total", "counter", "Messages answered with a failure notice"
+)
 
 
 @dataclass
@@ -77,38 +73,6 @@ def thread_key(msg: IncomingMessage) -> ThreadKey:
 
 def inflight_key(msg: IncomingMessage) -> InflightKey:
     return InflightKey(team_id=msg.team_id, channel_id=msg.channel, message_ts=msg.ts)
-
-
-def _retry_delay(exc: Exception, attempt: int) -> float | None:
-    """Seconds to wait before re-sending after `exc`, or None when retrying cannot help."""
-    backoff = min(DELIVERY_BACKOFF_S * 2 ** (attempt - 1), DELIVERY_MAX_WAIT_S)
-    if isinstance(exc, aiohttp.ClientError | TimeoutError):
-        return backoff
-    if not isinstance(exc, SlackApiError):
-        return None
-    response = exc.response
-    status = getattr(response, "status_code", 200)
-    if status == 429:
-        retry_after = (getattr(response, "headers", None) or {}).get("Retry-After", "")
-        return min(float(retry_after), DELIVERY_MAX_WAIT_S) if retry_after.isdigit() else backoff
-    if status >= 500 or response.get("error") in _RETRYABLE_SLACK_ERRORS:
-        return backoff
-    return None
-
-
-async def deliver(call: Callable[[], Awaitable[Any]], *, what: str) -> Any:
-    """Run a Slack write, re-sending it while the failure is transient."""
-    for attempt in range(1, DELIVERY_ATTEMPTS + 1):
-        try:
-            return await call()
-        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            delay = _retry_delay(exc, attempt)
-            if delay is None or attempt == DELIVERY_ATTEMPTS:
-                raise
-            REGISTRY.inc("support_bot_slack_redeliveries_total", call=what)
-            log.warning("%s failed (%s); retrying in %.1fs", what, type(exc).__name__, delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
 
 
 class Conversation:
@@ -239,22 +203,12 @@ class Conversation:
         client = self.s.client
         if placeholder_ts is not None:
             try:
-                await deliver(
-                    lambda: client.chat_update(
-                        channel=key.channel_id, ts=placeholder_ts, **message
-                    ),
-                    what="chat.update",
-                )
+                await client.chat_update(channel=key.channel_id, ts=placeholder_ts, **message)
                 return
             except SlackApiError as exc:
                 if exc.response.get("error") != "message_not_found":
                     raise
-        await deliver(
-            lambda: client.chat_postMessage(
-                channel=key.channel_id, thread_ts=key.thread_ts, **message
-            ),
-            what="chat.postMessage",
-        )
+        await client.chat_postMessage(channel=key.channel_id, thread_ts=key.thread_ts, **message)
 
     async def _post_reply(
         self, key: ThreadKey, placeholder_ts: str | None, outcome: Outcome
@@ -272,15 +226,12 @@ class Conversation:
         identity = self._identity(agent)
         await self._replace_or_post(key, placeholder_ts, text=fallback, blocks=first, **identity)
         for chunk in chunks[1:]:
-            await deliver(
-                lambda chunk=chunk: self.s.client.chat_postMessage(  # type: ignore[misc]
-                    channel=key.channel_id,
-                    thread_ts=key.thread_ts,
-                    text=chunk,
-                    blocks=continuation_blocks(chunk),
-                    **identity,
-                ),
-                what="chat.postMessage",
+            await self.s.client.chat_postMessage(
+                channel=key.channel_id,
+                thread_ts=key.thread_ts,
+                text=chunk,
+                blocks=continuation_blocks(chunk),
+                **identity,
             )
 
     async def fail(

@@ -36,6 +36,12 @@ from storage.threads import ThreadKey
 
 log = logging.getLogger(__name__)
 
+REGISTRY.describe(
+    "support_bot_recovered_messages_total",
+    "counter",
+    "Interrupted messages taken up again at start-up, by stage",
+)
+
 STALE_AFTER_S = 900.0
 _THREAD_PAGE = 200
 

@@ -57,7 +57,7 @@ async def serve_socket(settings: Settings, **engine: Any) -> None:
     """Socket Mode: events over a WebSocket; /healthz and /metrics still on PORT."""
     services, slack = await create_services(settings, **engine)
     scheduler = start_jobs(services)
-    bolt = build_bolt_app(services, verify_requests=False)
+    bolt = build_bolt_app(services)
     handler = socket_handler(bolt, settings, services.client)
 
     async def close() -> None:
