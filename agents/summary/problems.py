@@ -41,4 +41,3 @@ class Problem:
 
     def __str__(self) -> str:
         return self.message
-

@@ -35,8 +35,6 @@ def test_render_blocks_link_sources_with_slack_ts() -> None:
     assert blocks[-1]["type"] == "context"
 
 
-
-
 def test_summary_blocks_end_with_a_link_to_the_thread() -> None:
     blocks = summary_blocks(RECORD, events=EVENTS, links=LINKS)
     assert blocks[0]["text"]["text"] == "Thread summary"
