@@ -2,7 +2,7 @@
 
 `SummaryService(model, aids=SmallModelAids(...)).summarize(session)` returns a validated
 `Summary` or a typed `NoSummary`; never unchecked text. Problems are typed `Problem`s.
-Render a record with `to_text` or `to_json` (Block Kit is the bot's).
+Render a record with `to_text` or `to_json`; transports build their own views from it.
 """
 
 from agents.summary.agent import INSTRUCTION, SUMMARIZER_NAME, build_summary_agent

@@ -1,4 +1,4 @@
-"""Renderings of a validated record: plain text and JSON (Block Kit is the bot's).
+"""Renderings of a validated record: plain text and JSON (richer views are the transport's).
 
 Prose is always generated from the record, never the reverse. User claims are marked
 in every rendering.

@@ -151,9 +151,13 @@ class Validator:
         problems = [] if loop is None else [_loop_problem(loop)]
 
         def failed(kind: ProblemKind, message: str) -> ValidationResult:
-            flags = {"cut_off": True} if kind is ProblemKind.CUT_OFF else {"malformed": True}
+            cut_off = kind is ProblemKind.CUT_OFF
             return ValidationResult(
-                None, [*problems, Problem(kind, (), message)], looped=looped, **flags
+                None,
+                [*problems, Problem(kind, (), message)],
+                cut_off=cut_off,
+                malformed=not cut_off,
+                looped=looped,
             )
 
         if not body:
