@@ -32,6 +32,7 @@ from bot.config import Settings, secret
 from bot.digests.job import DigestJob
 
 if TYPE_CHECKING:
+    from agents.summary.aids import SmallModelAids
     from bot.local_model.server import LocalEndpoint
 
 NO_KEY = "sk-no-key"
@@ -178,30 +179,36 @@ def build_summarizer(
     models: Models | None = None,
     *,
     validator: Any = None,
-    shadow_validator: Any = None,
 ) -> Any:
-    """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`); each run's
-    metrics are stored when a database is given. `validator` replaces the configured one
-    and `shadow_validator` scores each first answer alongside (both for evaluations)."""
+    """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`), with the aids
+    its model needs (`summary_aids`); each run's metrics are stored when a database is
+    given. `validator` replaces the default one (for evaluations)."""
     from agents.summary.service import SummaryService
-    from agents.summary.validator import Validator
 
     models = models or configured_models(settings)
-    local = _summaries_on_local_model(settings)
     return SummaryService(
         models.summary,
+        aids=summary_aids(settings),
         model_factory=models.factory,
-        validator=validator or Validator(ground=settings.summary_ground_citations),
+        validator=validator,
         sink=db.summary_runs if db is not None else None,
-        # Small local models loop more readily than hosted ones: damp repeats for them.
+    )
+
+
+def summary_aids(settings: Settings) -> SmallModelAids:
+    """The small-model aids for the summary model: the embedded model gets completion and
+    a repetition penalty; `SUMMARY_COMPLETE_COVERAGE` and `SUMMARY_GROUND_CITATIONS`
+    override."""
+    from agents.summary.aids import SmallModelAids
+
+    local = _summaries_on_local_model(settings)
+    complete = settings.summary_complete_coverage
+    return SmallModelAids(
+        # A small model drops checklist lines that one short call per line recovers ...
+        complete_coverage=local if complete is None else complete,
+        ground_citations=settings.summary_ground_citations,
+        # ... and loops more readily than hosted ones: damp repeats for it.
         repetition_penalty=LOCAL_REPETITION_PENALTY if local else None,
-        # ... and drop checklist lines that one short call per line recovers.
-        complete_coverage=(
-            local
-            if settings.summary_complete_coverage is None
-            else settings.summary_complete_coverage
-        ),
-        shadow_validator=shadow_validator,
     )
 
 

@@ -15,14 +15,15 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agents.events import Event
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord
-from bot.digests.message import digest_message, unavailable_message
+from bot.slack.blocks import digest_message, unavailable_message
 from bot.slack.permalinks import ThreadLinks, thread_links
 from storage.threads import ThreadRecord
 
@@ -33,6 +34,17 @@ REGISTRY.describe(
 )
 
 Outcome = Literal["posted", "stored", "unavailable", "already_posted"]
+
+
+def owning_agents(events: Sequence[Event]) -> list[str]:
+    """Agents that answered in the thread, in the order they first did."""
+    seen: list[str] = []
+    for event in events:
+        if event.author in ("user", "compaction") or event.error_code or not event.text:
+            continue
+        if event.is_final_response() and event.author not in seen:
+            seen.append(event.author)
+    return seen
 
 
 @dataclass
@@ -113,7 +125,7 @@ class DigestJob:
             return await self._finish_stored(thread, previous, last_seq)
         result = await self.summarizer.summarize(session)
         if isinstance(result, NoSummary) or not isinstance(result, Summary):
-            return await self._unavailable(thread, list(result.problems), last_seq)
+            return await self._unavailable(thread, [str(p) for p in result.problems], last_seq)
         record = result.record
         digest_id = await self.db.digests.add(
             record=record,
@@ -122,7 +134,7 @@ class DigestJob:
             user_id=thread.user_id,
             cited_event_ids=record.cited_ids(),
             attempts=result.attempts,
-            problems=result.problems_first_attempt,
+            problems=[str(p) for p in result.problems_first_attempt],
             cost=result.usage.cost,
             prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens,
@@ -147,6 +159,7 @@ class DigestJob:
                 record,
                 events=session.events,
                 links=links,
+                owners=owning_agents(session.events),
                 cost=result.usage.cost,
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
@@ -180,10 +193,12 @@ class DigestJob:
                 app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
             )
             record = HandoffRecord.model_validate(stored.record)
+            events = session.events if session else []
             text, blocks = digest_message(
                 record,
-                events=session.events if session else [],
+                events=events,
                 links=links,
+                owners=owning_agents(events),
                 cost=stored.cost,
                 attempts=stored.attempts,
             )

@@ -29,25 +29,23 @@ async def eval_summaries(
     `show_problems`, each conversation's first-attempt problems under its line."""
     from agents.summary.validator import Validator
     from bot.evals.dataset import load_conversations
+    from bot.evals.shadow import ShadowValidator
     from bot.evals.summaries import evaluate, outcome_line, select_every_nth
     from bot.wiring import build_summarizer, open_models
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
     conversations = select_every_nth(list(load_conversations(data)), limit or 0)
-    # "strict" is the configured validator, with the seed's scoring the same first answers.
-    validators: dict[str, Validator | None] = {"strict": None}
+    # "strict" decides with this validator, with the seed's scoring the same first answers.
+    validators: dict[str, Validator] = {
+        "strict": ShadowValidator(Validator(), Validator(strict=False))
+    }
     if seed_validator:
         validators["seed"] = Validator(strict=False)
     async with open_models(settings) as models:
         out.write(f"model: {models.label}\n")
         for label, validator in validators.items():
-            service = build_summarizer(
-                settings,
-                models=models,
-                validator=validator,
-                shadow_validator=Validator(strict=False) if validator is None else None,
-            )
+            service = build_summarizer(settings, models=models, validator=validator)
             with tqdm(desc=f"summaries ({label})", total=len(conversations), unit="conv") as bar:
                 report = await evaluate(
                     conversations,

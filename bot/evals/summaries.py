@@ -6,7 +6,8 @@ Each conversation becomes a real session (user -> "user", agent -> `support_agen
 recall of the expected high-value entities by passing records, citation validity, mean
 sources per item, relevance failures caught, seconds and cost per summary.
 Conversations with no high-value entity to recall are counted separately, so they
-cannot inflate the recall figure.
+cannot inflate the recall figure. A `ShadowValidator` scores each first answer with a
+second validator (the seed's) alongside, deciding nothing.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from dataclasses import dataclass, field
 from agents.session import Session
 from agents.session_service import InMemorySessionService, SessionService
 from agents.summary.entities import ID_TYPES, Entity, mentions
-from agents.summary.service import Summary, SummaryResult, SummaryService
+from agents.summary.problems import Problem, ProblemKind
+from agents.summary.results import Summary, SummaryResult
+from agents.summary.service import SummaryService
 from bot.evals.dataset import Conversation
+from bot.evals.shadow import ShadowValidator
 
 HIGH_VALUE_TYPES = frozenset({*ID_TYPES, "amount", "email", "date", "flight_number"})
 EVAL_APP = "summary_eval"
@@ -228,8 +232,13 @@ def expected_high_value(conversation: Conversation) -> list[Entity]:
     return list(seen.values())
 
 
-def score(conversation: Conversation, result: SummaryResult) -> Outcome:
-    """Score one summary result against the conversation's labels."""
+def score(
+    conversation: Conversation,
+    result: SummaryResult,
+    shadow_problems: list[Problem] | None = None,
+) -> Outcome:
+    """Score one summary result against the conversation's labels; `shadow_problems` is
+    what a shadow validator found in its first answer."""
     expected = expected_high_value(conversation)
     recalled = 0
     if isinstance(result, Summary):
@@ -255,10 +264,8 @@ def score(conversation: Conversation, result: SummaryResult) -> Outcome:
         looped=sum(a.looped for a in log),
         latency_s=result.latency_s,
         cost=result.usage.cost,
-        problems=tuple(problems),
-        shadow_passed_first=(
-            None if not log or log[0].shadow_problems is None else not log[0].shadow_problems
-        ),
+        problems=tuple(str(p) for p in problems),
+        shadow_passed_first=None if shadow_problems is None else not shadow_problems,
     )
 
 
@@ -271,16 +278,31 @@ async def evaluate(
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> EvalReport:
     """Summarise and score every conversation; `progress(done, total)` and
-    `on_outcome(outcome)` after each, so a long run shows its results as it goes."""
+    `on_outcome(outcome)` after each, so a long run shows its results as it goes. A
+    service whose validator is a `ShadowValidator` gets the shadow's verdicts scored."""
     report = EvalReport(label=label)
     sessions = InMemorySessionService()
+    shadow = service.validator if isinstance(service.validator, ShadowValidator) else None
     for done, conversation in enumerate(conversations, start=1):
         session = await conversation_session(conversation, sessions)
         result = await service.summarize(session)
-        report.outcomes.append(score(conversation, result))
+        shadowed = _shadow_verdict(shadow, result) if shadow is not None else None
+        report.outcomes.append(score(conversation, result, shadowed))
         if on_outcome is not None:
             on_outcome(report.outcomes[-1])
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)
         if progress is not None:
             progress(done, len(conversations))
     return report
+
+
+def _shadow_verdict(shadow: ShadowValidator, result: SummaryResult) -> list[Problem] | None:
+    """The shadow's problems with the first answer; a first attempt whose model call
+    failed reached no validator, and fails under both."""
+    taken = shadow.take()
+    if not result.attempt_log:
+        return None
+    first = result.attempt_log[0]
+    if any(p.kind is ProblemKind.MODEL_ERROR for p in first.problems):
+        return list(first.problems)
+    return taken

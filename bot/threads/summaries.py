@@ -14,8 +14,8 @@ from typing import Any
 
 from agents.session import Session
 from agents.summary.record import HandoffRecord
-from agents.summary.render import to_blocks, to_text
-from bot.slack.blocks import Block
+from agents.summary.render import to_text
+from bot.slack.blocks import Block, no_summary_blocks, summary_blocks
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
 
@@ -49,24 +49,7 @@ def render_record(
 ) -> SummaryView:
     """Block Kit for a validated record; each citation links to the Slack message it cites."""
     plain = to_text(record, source_session_id=session.id)
-    blocks = to_blocks(
-        record,
-        events=session.events,
-        link_for=links.link_for if links is not None else None,
-        title="Thread summary",
-    )
-    if links is not None:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": f"Validated summary of <{links.thread_link}|this thread>",
-                    }
-                ],
-            }
-        )
+    blocks = summary_blocks(record, events=session.events, links=links)
     return SummaryView(ok=True, text=escape(plain)[:3000], blocks=blocks, plain=plain)
 
 
@@ -80,7 +63,7 @@ def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -
     return SummaryView(
         ok=False,
         text=text,
-        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
+        blocks=no_summary_blocks(text),
         plain=f"No validated summary. Problems: {'; '.join(problems)}",
         problems=problems,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agents.summary.aids import SmallModelAids
 from agents.summary.service import SummaryService
 from agents.summary.validator import Validator
 from bot.config import Settings
@@ -16,29 +17,31 @@ def summarizer(**settings: object) -> SummaryService:
 
 def test_embedded_model_summaries_get_completion_penalty_and_grounding() -> None:
     service = summarizer()  # MODEL unset: the embedded model
-    assert service.complete_coverage is True
-    assert service.repetition_penalty == LOCAL_REPETITION_PENALTY
-    assert service.validator.ground is True
+    assert service.aids == SmallModelAids(
+        checklist=True,
+        complete_coverage=True,
+        ground_citations=True,
+        repetition_penalty=LOCAL_REPETITION_PENALTY,
+    )
 
 
 def test_hosted_model_summaries_get_neither_unless_asked() -> None:
     service = summarizer(model="openai/gpt-4o-mini")
-    assert service.complete_coverage is False
-    assert service.repetition_penalty is None
+    assert service.aids.complete_coverage is False
+    assert service.aids.repetition_penalty is None
+    assert service.aids.ground_citations is True  # SUMMARY_GROUND_CITATIONS defaults on
 
     asked = summarizer(
         model="openai/gpt-4o-mini",
         summary_complete_coverage=True,
         summary_ground_citations=False,
     )
-    assert asked.complete_coverage is True
-    assert asked.validator.ground is False
+    assert asked.aids.complete_coverage is True
+    assert asked.aids.ground_citations is False
 
 
-def test_an_evaluation_replaces_the_validator_and_adds_a_shadow() -> None:
+def test_an_evaluation_replaces_the_validator() -> None:
     config = Settings(_env_file=None)  # type: ignore[call-arg]
     seed = Validator(strict=False)
-    service = build_summarizer(
-        config, models=configured_models(config), validator=seed, shadow_validator=seed
-    )
-    assert service.validator is seed and service.shadow_validator is seed
+    service = build_summarizer(config, models=configured_models(config), validator=seed)
+    assert service.validator is seed
