@@ -101,13 +101,6 @@ async def show_stats(settings: Settings, out: TextIO, *, live_url: str | None = 
     return 0
 
 
-def process_counters() -> list[tuple[str, str]]:
-    """This process's own non-zero counters (`agents.metrics.REGISTRY`)."""
-    from agents.metrics import REGISTRY
-
-    return registry_rows(REGISTRY.render_prometheus())
-
-
 async def _fetch(url: str) -> str:
     import aiohttp
 
