@@ -6,7 +6,6 @@ import asyncio
 import logging
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -14,12 +13,15 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agents.runner import Runner
 from bot.config import Settings, secret
 from bot.digests.scheduler import start_scheduler
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.client import SlackClient
 from bot.slack.services import BotServices
+from bot.threads.summaries import Summarizer
 from bot.wiring import build_digest_job
+from storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +53,31 @@ async def run_web(
         await runner.cleanup()
 
 
-async def serve_http(settings: Settings, **engine: Any) -> None:
-    """HTTP mode: signed requests on POST /slack/events."""
-    services, slack = await create_services(settings, **engine)
+async def serve_http(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    runner: Runner | None = None,
+    summarizer: Summarizer | None = None,
+) -> None:
+    """HTTP mode: signed requests on POST /slack/events (storage and engine built from
+    settings unless given)."""
+    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
     scheduler = start_jobs(services)
     bolt = build_bolt_app(services)
     on_close = _closer(services, slack, scheduler)
     await run_web(build_web_app(services, bolt, on_close=on_close), settings)
 
 
-async def serve_socket(settings: Settings, **engine: Any) -> None:
+async def serve_socket(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    runner: Runner | None = None,
+    summarizer: Summarizer | None = None,
+) -> None:
     """Socket Mode: events over a WebSocket; /healthz and /metrics still on PORT."""
-    services, slack = await create_services(settings, **engine)
+    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
     scheduler = start_jobs(services)
     bolt = build_bolt_app(services, verify_requests=False)
     handler = socket_handler(bolt, settings, services.client)
