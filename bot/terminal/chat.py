@@ -120,7 +120,7 @@ class TerminalChat:
 
     async def send(self, text: str) -> None:
         """Run one user message through the runner and print the owning agent's reply."""
-        record = await self._ensure_thread()
+        record = await self._current_thread()
         outcome = await run_turn(
             self.ctx.runner, user_id=record.user_id, session_id=record.session_id, text=text
         )
@@ -197,7 +197,8 @@ class TerminalChat:
             team_id=LOCAL_TEAM, channel_id=LOCAL_CHANNEL, user_id=self.user_id, limit=limit
         )
 
-    async def _ensure_thread(self) -> ThreadRecord:
+    async def _current_thread(self) -> ThreadRecord:
+        """The thread the next line goes to, mapped and active (a new one after /new)."""
         # Typing into a handed-off thread brings it back to the bot, as a mention does.
         if self.record is None:
             key = ThreadKey(
