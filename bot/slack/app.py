@@ -66,9 +66,9 @@ async def create_services(
         settings=settings,
         client=slack.web,
         db=db,
-        runner=runner or build_runner(settings, db),
+        runner=build_runner(settings, db) if runner is None else runner,
         worker=ThreadWorker(max_concurrent=settings.max_concurrent_invocations),
-        summarizer=summarizer or build_summarizer(settings, db),
+        summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
         owner=process_owner(),
     )
     return services, slack
