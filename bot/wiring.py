@@ -18,21 +18,28 @@ Which model the bot runs on is decided here and only here, for every entry point
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.runner import Runner
 from agents.tree import build_support_tree
 from bot.config import Settings, secret
-from bot.digests.job import DigestJob
+from bot.digests.job import DigestJob, DigestPoster
+from bot.threads.summaries import Summarizer
+from storage.database import Database
 
 if TYPE_CHECKING:
     from agents.summary.aids import SmallModelAids
+    from agents.summary.service import SummaryService
+    from agents.summary.validator import Validator
     from bot.local_model.server import LocalEndpoint
 
 NO_KEY = "sk-no-key"
@@ -58,6 +65,14 @@ class LocalModelNotStarted:
 
 
 LOCAL_REPETITION_PENALTY = 1.05
+
+
+@functools.cache
+def process_owner() -> str:
+    """This process's identity, the same for everything it owns: the messages it has
+    accepted (`storage.inflight`) and the digest leases it holds (`storage.threads`).
+    Random per start, so a restarted process takes over what its predecessor left."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def uses_local_model(settings: Settings) -> bool:
@@ -151,7 +166,7 @@ async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> As
         await server.stop()
 
 
-def build_runner(settings: Settings, db: Any, models: Models | None = None) -> Runner:
+def build_runner(settings: Settings, db: Database, models: Models | None = None) -> Runner:
     """The support tree over the database's session service, compacting after each
     invocation on `COMPACTION_MODEL` (default: `MODEL`)."""
     models = models or configured_models(settings)
@@ -175,11 +190,11 @@ def build_runner(settings: Settings, db: Any, models: Models | None = None) -> R
 
 def build_summarizer(
     settings: Settings,
-    db: Any = None,
+    db: Database | None = None,
     models: Models | None = None,
     *,
-    validator: Any = None,
-) -> Any:
+    validator: Validator | None = None,
+) -> SummaryService:
     """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`), with the aids
     its model needs (`summary_aids`); each run's metrics are stored when a database is
     given. `validator` replaces the default one (for evaluations)."""
@@ -217,8 +232,11 @@ def _summaries_on_local_model(settings: Settings) -> bool:
     return uses_local_model(settings) and not settings.summary_model
 
 
-def build_digest_job(settings: Settings, db: Any, summarizer: Any, client: Any) -> DigestJob:
-    """The idle-thread digest pass, configured from settings."""
+def build_digest_job(
+    settings: Settings, db: Database, summarizer: Summarizer, client: DigestPoster
+) -> DigestJob:
+    """The idle-thread digest pass, configured from settings, leasing threads as this
+    process (`process_owner`)."""
     return DigestJob(
         db=db,
         summarizer=summarizer,
@@ -227,4 +245,5 @@ def build_digest_job(settings: Settings, db: Any, summarizer: Any, client: Any) 
         idle_after=settings.idle_after_seconds,
         concurrency=settings.digest_concurrency,
         lease_seconds=settings.digest_lease_seconds,
+        owner=process_owner(),
     )

@@ -57,7 +57,9 @@ class SummaryRun:
 class SummaryRunSink(Protocol):
     """Where `SummaryRun`s go (storage's `SummaryRunStore` implements it)."""
 
-    async def add(self, run: SummaryRun) -> None: ...
+    async def add(self, run: SummaryRun) -> object:
+        """Record `run`; whatever the sink answers (a row id, say) is ignored."""
+        ...
 
 
 def count_attempt(problems: list[Problem]) -> None:

@@ -22,14 +22,16 @@ from agents.summary.entities import ID_TYPES, Entity, mentions
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.results import Summary, SummaryResult
 from agents.summary.service import SummaryService
-from bot.evals.dataset import Conversation
+from bot.evals.dataset import LabelledConversation
 from bot.evals.shadow import ShadowValidator
 
 HIGH_VALUE_TYPES = frozenset({*ID_TYPES, "amount", "email", "date", "flight_number"})
 EVAL_APP = "summary_eval"
 
 
-def select_every_nth(conversations: Sequence[Conversation], count: int) -> list[Conversation]:
+def select_every_nth(
+    conversations: Sequence[LabelledConversation], count: int
+) -> list[LabelledConversation]:
     """The fixed selection rule: every (len // count)-th conversation in file order from the
     first, so 40 of 200 are indices 0, 5, ..., 195 (all sources, in their file proportions)."""
     if count <= 0 or count >= len(conversations):
@@ -39,7 +41,7 @@ def select_every_nth(conversations: Sequence[Conversation], count: int) -> list[
 
 
 async def conversation_session(
-    conversation: Conversation, session_service: SessionService, *, app_name: str = EVAL_APP
+    conversation: LabelledConversation, session_service: SessionService, *, app_name: str = EVAL_APP
 ) -> Session:
     """Append a conversation's events to a new session (ids assigned by the service)."""
     session = await session_service.create_session(
@@ -51,7 +53,7 @@ async def conversation_session(
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ConversationScore:
     """One conversation's scores."""
 
     conversation_id: str
@@ -76,7 +78,7 @@ class Outcome:
     shadow_passed_first: bool | None = None
 
 
-def outcome_line(outcome: Outcome, *, problems: bool = False) -> str:
+def outcome_line(outcome: ConversationScore, *, problems: bool = False) -> str:
     """One conversation's result as a line, for watching a long run; with `problems`,
     its first attempt's problems follow, indented (at most 12)."""
     verdict = (
@@ -98,10 +100,10 @@ def outcome_line(outcome: Outcome, *, problems: bool = False) -> str:
 
 @dataclass
 class EvalReport:
-    """Aggregate figures over a set of `Outcome`s."""
+    """Aggregate figures over a set of `ConversationScore`s."""
 
     label: str
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[ConversationScore] = field(default_factory=list)
 
     def _rate(self, flags: Iterable[bool]) -> float:
         values = list(flags)
@@ -120,7 +122,7 @@ class EvalReport:
         return 1.0 - self.pass_rate if self.outcomes else 0.0
 
     @property
-    def passed_with_entities(self) -> list[Outcome]:
+    def passed_with_entities(self) -> list[ConversationScore]:
         return [o for o in self.outcomes if o.passed and o.expected_high_value]
 
     @property
@@ -193,7 +195,7 @@ class EvalReport:
 
     def source_lines(self) -> list[str]:
         """First-attempt pass, pass and median seconds per source (the id's prefix)."""
-        by_source: dict[str, list[Outcome]] = {}
+        by_source: dict[str, list[ConversationScore]] = {}
         for o in self.outcomes:
             by_source.setdefault(o.conversation_id.split("-", 1)[0], []).append(o)
         if len(by_source) < 2:
@@ -221,7 +223,7 @@ class EvalReport:
         ]
 
 
-def expected_high_value(conversation: Conversation) -> list[Entity]:
+def expected_high_value(conversation: LabelledConversation) -> list[Entity]:
     """The conversation's labelled high-value, non-sensitive entities, one per value."""
     seen: dict[tuple[str, str], Entity] = {}
     for e in conversation.expected:
@@ -233,10 +235,10 @@ def expected_high_value(conversation: Conversation) -> list[Entity]:
 
 
 def score(
-    conversation: Conversation,
+    conversation: LabelledConversation,
     result: SummaryResult,
     shadow_problems: list[Problem] | None = None,
-) -> Outcome:
+) -> ConversationScore:
     """Score one summary result against the conversation's labels; `shadow_problems` is
     what a shadow validator found in its first answer."""
     expected = expected_high_value(conversation)
@@ -246,7 +248,7 @@ def score(
         recalled = sum(1 for e in expected if mentions(text, e))
     log = result.attempt_log
     problems = result.problems_first_attempt
-    return Outcome(
+    return ConversationScore(
         conversation_id=conversation.id,
         passed_first=bool(log) and log[0].passed,
         passed=isinstance(result, Summary),
@@ -270,12 +272,12 @@ def score(
 
 
 async def evaluate(
-    conversations: Sequence[Conversation],
+    conversations: Sequence[LabelledConversation],
     service: SummaryService,
     *,
     label: str = "strict",
     progress: Callable[[int, int], None] | None = None,
-    on_outcome: Callable[[Outcome], None] | None = None,
+    on_outcome: Callable[[ConversationScore], None] | None = None,
 ) -> EvalReport:
     """Summarise and score every conversation; `progress(done, total)` and
     `on_outcome(outcome)` after each, so a long run shows its results as it goes. A

@@ -45,9 +45,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LOCAL_MODEL_NAME = "local"
-"""The MODEL value that selects the embedded model (an unset MODEL does too)."""
-
 # llama.cpp ignores the key; litellm's OpenAI client insists on one. It is distinctive so
 # that redacting it from error messages cannot mangle ordinary words.
 API_KEY = "sk-local-no-key"

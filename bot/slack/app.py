@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -14,12 +13,16 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
 from agents.metrics import REGISTRY
+from agents.runner import Runner
 from bot.config import Settings, secret
 from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
 from bot.slack.services import BotServices
+from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
+from bot.wiring import build_runner, build_summarizer, process_owner
+from storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -58,32 +61,23 @@ def build_bolt_app(services: BotServices) -> AsyncApp:
 async def create_services(
     settings: Settings,
     *,
-    db: Any = None,
-    runner: Any = None,
-    summarizer: Any = None,
+    db: Database | None = None,
+    runner: Runner | None = None,
+    summarizer: Summarizer | None = None,
     retry_backoff: float = 0.5,
 ) -> tuple[BotServices, SlackClient]:
     """Open storage and build the runner and summariser from settings, unless given."""
     slack = SlackClient(settings, retry_backoff=retry_backoff)
     if db is None:
-        from storage.database import Database
-
         db = await Database.open(settings.database_url)
-    if runner is None:
-        from bot.wiring import build_runner
-
-        runner = build_runner(settings, db)
-    if summarizer is None:
-        from bot.wiring import build_summarizer
-
-        summarizer = build_summarizer(settings, db)
     services = BotServices(
         settings=settings,
         client=slack.web,
         db=db,
-        runner=runner,
+        runner=build_runner(settings, db) if runner is None else runner,
         worker=ThreadWorker(max_concurrent=settings.max_concurrent_invocations),
-        summarizer=summarizer,
+        summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
+        owner=process_owner(),
     )
     return services, slack
 
@@ -158,9 +152,7 @@ def build_web_app(
 async def drain(services: BotServices) -> None:
     """Stop taking work, finish (or hand back) in-flight invocations, then close."""
     finished = await services.worker.drain(services.settings.shutdown_timeout_seconds)
-    drain_runner = getattr(services.runner, "drain", None)
-    if drain_runner is not None:
-        await drain_runner()
+    await services.runner.drain()
     log.info("drained", extra={"clean": finished})
 
 

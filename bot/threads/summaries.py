@@ -1,23 +1,31 @@
 """Thread summaries for Slack and the terminal: run the summary agent, render what it
 validated.
 
-The summariser is anything with `async summarize(session)` returning either an object
-with a validated `record` (`agents.summary.record.HandoffRecord`) or one with
-`problems` (no summary). Unchecked text is never shown: without a record, the
-rendering says so, lists the problems and links the thread.
+The summariser is any `Summarizer`: `agents.summary.SummaryService`, or a test double
+of its shape. Unchecked text is never shown: without a record, the rendering says so,
+lists the problems and links the thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from agents.session import Session
+from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
 from bot.slack.blocks import Block, no_summary_blocks, summary_blocks
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
+
+
+class Summarizer(Protocol):
+    """Summarises a session into a validated record or a typed no-summary."""
+
+    async def summarize(self, session: Session) -> SummaryResult:
+        """A `Summary` with a validated `record`, or a `NoSummary` with its `problems`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -32,7 +40,7 @@ class SummaryView:
 
 
 async def summarize_session(
-    summarizer: Any, session: Session, *, links: ThreadLinks | None
+    summarizer: Summarizer, session: Session, *, links: ThreadLinks | None
 ) -> SummaryView:
     """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
     turns each citation into a link to its Slack message."""

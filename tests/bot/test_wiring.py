@@ -1,12 +1,23 @@
-"""How settings configure the summary service: one assembly for the bot and the evals."""
+"""How settings configure the summary service (one assembly for the bot and the evals),
+and the one identity a process owns its work under."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from agents.summary.aids import SmallModelAids
 from agents.summary.service import SummaryService
 from agents.summary.validator import Validator
 from bot.config import Settings
-from bot.wiring import LOCAL_REPETITION_PENALTY, build_summarizer, configured_models
+from bot.slack.app import create_services
+from bot.wiring import (
+    LOCAL_REPETITION_PENALTY,
+    build_digest_job,
+    build_summarizer,
+    configured_models,
+    process_owner,
+)
+from storage.database import Database
 
 
 def summarizer(**settings: object) -> SummaryService:
@@ -45,3 +56,17 @@ def test_an_evaluation_replaces_the_validator() -> None:
     seed = Validator(strict=False)
     service = build_summarizer(config, models=configured_models(config), validator=seed)
     assert service.validator is seed
+
+
+async def test_one_process_identity_owns_its_messages_and_its_digest_leases(
+    tmp_path: Path,
+) -> None:
+    config = Settings(_env_file=None, slack_bot_token="xoxb-test")  # type: ignore[call-arg]
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    services, slack = await create_services(config, db=db)
+    try:
+        job = build_digest_job(config, db, services.summarizer, services.client)
+        assert services.owner == job.owner == process_owner()
+    finally:
+        await slack.close()
+        await db.close()
