@@ -20,14 +20,16 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
+from agents.session import Session
+from bot.slack.blocks import UNAVAILABLE
 from bot.slack.command_args import ThreadRef
 from bot.slack.limits import post_paged, reply_paged
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import thread_links
 from bot.slack.services import BotServices
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
-from bot.threads.summaries import UNAVAILABLE, SummaryView, summarize_session
-from storage.threads import ThreadKey
+from bot.threads.summaries import SummaryView, summarize_session
+from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -103,27 +105,25 @@ class ThreadActions:
             profile.get("is_bot")
             or profile.get("is_app_user")
             or profile.get("deleted")
-            or profile.get("id") in ("USLACKBOT", self.s.bot_user_id)
+            or profile.get("id") == "USLACKBOT"
             or profile.get("team_id", team_id) != team_id
         )
 
-    async def _load(self, team_id: str, ref: ThreadRef, user: str, reply: Reply) -> Any:
+    async def _load(
+        self, team_id: str, ref: ThreadRef, user: str, reply: Reply
+    ) -> tuple[ThreadRecord, Session] | None:
         if not await self.authorised(user, ref.channel):
             await reply(REFUSAL, None)
             return None
         key = ThreadKey(team_id=team_id, channel_id=ref.channel, thread_ts=ref.thread_ts)
         record = await self.s.db.threads.get(key)
-        session = None
-        if record is not None:
-            session = await self.s.db.sessions.get_session(
-                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-            )
-        if session is None or not session.events:
+        session = None if record is None else await self.s.db.sessions.of_thread(record)
+        if record is None or session is None or not session.events:
             await reply(UNKNOWN_THREAD, None)
             return None
-        return key, record, session
+        return record, session
 
-    async def _summary(self, ref: ThreadRef, session: Any) -> tuple[SummaryView, str]:
+    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[SummaryView, str]:
         links = await thread_links(self.s.client, ref.channel, ref.thread_ts)
         view = await summarize_session(self.s.summarizer, session, links=links)
         return view, links.thread_link
@@ -135,7 +135,7 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
-        _, _, session = loaded
+        _, session = loaded
         view, _ = await self._summary(ref, session)
         if public and view.ok:
             await post_paged(
@@ -175,14 +175,14 @@ class ThreadActions:
         if person is not None and not await self.is_person(person, team_id):
             await reply(NOT_A_PERSON, None)
             return
-        key, record, session = loaded
+        record, session = loaded
         view, thread_link = await self._summary(ref, session)
         try:
             if person is not None:
-                await self._to_person(key, ref, user, person, note, view, thread_link)
+                await self._to_person(record.key, ref, user, person, note, view, thread_link)
                 await reply(f"Handed off to <@{person}>.", None)
             elif agent is not None:
-                await self._to_agent(key, record, session, user, agent, note, view, thread_link)
+                await self._to_agent(record, session, user, agent, note, view, thread_link)
                 await reply(f"Handed off to `{agent}`.", None)
         except SlackApiError as exc:
             code = str(exc.response.get("error") or "slack_error")
@@ -225,9 +225,8 @@ class ThreadActions:
 
     async def _to_agent(
         self,
-        key: ThreadKey,
-        record: Any,
-        session: Any,
+        record: ThreadRecord,
+        session: Session,
         requester: str,
         agent: str,
         note: str,
@@ -235,7 +234,8 @@ class ThreadActions:
         thread_link: str,
     ) -> None:
         text = handoff_text(view, session, thread_link=thread_link, note=note)
-        await hand_to_agent(self.s.db, key, record, session, agent, text)
+        await hand_to_agent(self.s.db, record, session, agent, text)
+        key = record.key
         message = f"<@{requester}> handed this thread to *{escape(agent)}*."
         if not view.ok:
             message += f" {UNAVAILABLE}: it starts from the thread's own messages."

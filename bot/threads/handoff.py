@@ -1,4 +1,5 @@
-"""Handing a thread to an agent: shared by the Slack commands and the terminal chat.
+"""Handing a thread to another agent, for every transport (the Slack commands and the
+terminal chat's `/handoff`).
 
 Only agents that can own a thread are targets: the root, and every agent the runner's
 resume rule would let answer the next message (never a step inside a workflow, such
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from agents.base_agent import BaseAgent
 from agents.events import Event
@@ -23,7 +23,8 @@ from agents.session import Session
 from agents.summary.entities import EntityExtractor
 from agents.summary.transcript import RenderOptions, render_transcript
 from bot.threads.summaries import SummaryView
-from storage.threads import ThreadKey
+from storage.database import Database
+from storage.threads import ThreadRecord
 
 # The raw thread that stands in for a failed summary: the opening messages and as many
 # of the latest as fit (about 12,000 characters), secrets masked.
@@ -67,15 +68,16 @@ def handoff_text(view: SummaryView, session: Session, *, thread_link: str | None
 
 
 async def hand_to_agent(
-    db: Any, key: ThreadKey, record: Any, session: Session, agent: str, text: str
+    db: Database, thread: ThreadRecord, session: Session, agent: str, text: str
 ) -> str:
     """Point the thread at a new session that starts from the hand-off record `text`
     and routes to `agent`; returns the new session id."""
     sessions, new_id = db.sessions, uuid.uuid4().hex
     fresh = await sessions.create_session(
-        app_name=record.app_name, user_id=record.user_id, session_id=new_id
+        app_name=thread.app_name, user_id=thread.user_id, session_id=new_id
     )
     await sessions.append_event(fresh, handoff_event(text, target=agent))
+    key = thread.key
     await db.threads.remap(key, session_id=new_id, owner_agent=agent, source_session_id=session.id)
     await db.threads.set_status(key, "active")
     await db.threads.touch(key, now=time.time(), owner_agent=agent)

@@ -1,36 +1,39 @@
 """Thread summaries for Slack and the terminal: run the summary agent, render what it
 validated.
 
-The summariser is anything with `async summarize(session)` returning either an object
-with a validated `record` (`agents.summary.record.HandoffRecord`) or one with
-`problems` (no summary). Unchecked text is never shown: without a record, the
-rendering says so, lists the problems and links the thread.
+The summariser is any `Summarizer`: `agents.summary.SummaryService`, or a test double
+of its shape. Unchecked text is never shown: without a record, the rendering says so,
+lists the problems and links the thread.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from agents.session import Session
+from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
-from agents.summary.render import to_blocks, to_text
-from bot.slack.blocks import Block
-from bot.slack.limits import sections
+from agents.summary.render import to_text
+from bot.slack.blocks import UNAVAILABLE, Block, no_summary_blocks, problem_list, summary_blocks
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
 
 log = logging.getLogger(__name__)
 
-UNAVAILABLE = "Summary unavailable"
 # A failed model call names its error code; the provider's own words (host names, key
 # fragments) go to the logs only.
 _MODEL_FAILURE = re.compile(r"^(model call failed \([\w.-]{1,64}\))")
-PROBLEM_CHARS = 300
-LISTED_PROBLEMS = 10
+
+
+class Summarizer(Protocol):
+    """Summarises a session into a validated record or a typed no-summary."""
+
+    async def summarize(self, session: Session) -> SummaryResult:
+        """A `Summary` with a validated `record`, or a `NoSummary` with its `problems`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class SummaryView:
 
 
 async def summarize_session(
-    summarizer: Any, session: Session, *, links: ThreadLinks | None
+    summarizer: Summarizer, session: Session, *, links: ThreadLinks | None
 ) -> SummaryView:
     """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
     turns each citation into a link to its Slack message."""
@@ -75,24 +78,7 @@ def render_record(
 ) -> SummaryView:
     """Block Kit for a validated record; each citation links to the Slack message it cites."""
     plain = to_text(record, source_session_id=session.id)
-    blocks = to_blocks(
-        record,
-        events=session.events,
-        link_for=links.shown_link_for(session.events) if links is not None else None,
-        title="Thread summary",
-    )
-    if links is not None:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": f"Validated summary of <{links.thread_link}|this thread>",
-                    }
-                ],
-            }
-        )
+    blocks = summary_blocks(record, events=session.events, links=links)
     # The fallback text is the notification only; the blocks carry the whole record.
     return SummaryView(
         ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain
@@ -106,18 +92,7 @@ def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -
     return SummaryView(
         ok=False,
         text=f"{UNAVAILABLE} for this thread.",
-        blocks=sections(text),
+        blocks=no_summary_blocks(text),
         plain=f"No validated summary. Problems: {'; '.join(problems)}",
         problems=problems,
     )
-
-
-def problem_list(problems: Sequence[str]) -> str:
-    """The first problems as escaped bullets, each shortened visibly, and how many more."""
-    lines = []
-    for problem in problems[:LISTED_PROBLEMS]:
-        shown = problem if len(problem) <= PROBLEM_CHARS else problem[: PROBLEM_CHARS - 1] + "…"
-        lines.append(f"• {escape(shown)}")
-    if len(problems) > LISTED_PROBLEMS:
-        lines.append(f"…and {len(problems) - LISTED_PROBLEMS} more")
-    return "\n".join(lines)

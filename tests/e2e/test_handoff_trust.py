@@ -21,9 +21,9 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.history import HANDOFF_PREFIX
 from agents.models.scripted import transfer
 from agents.summary.agent import SUMMARIZER_NAME
+from agents.summary.aids import SmallModelAids
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
-from agents.summary.validator import Validator
 from agents.tree import build_support_tree
 from bot.slack.actions import DIRECT_REFUSAL, NOT_A_PERSON
 from bot.slack.listeners import HANDOFF_SHORTCUT
@@ -55,7 +55,7 @@ async def shipped_bot(
     """The default tree with compaction and grounding on, as `support-bot` runs it."""
     return await start_bot(
         build_support_tree(model=model),
-        summarizer=SummaryService(summaries, validator=Validator(ground=True)),
+        summarizer=SummaryService(summaries, aids=SmallModelAids(ground_citations=True)),
         compaction_model=model,
         support_lead_channel="CLEAD",
         support_leads="ULEAD",

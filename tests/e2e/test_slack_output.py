@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.models.base import ModelError
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.record import HandoffRecord, Item
-from bot.digests.message import digest_message, unavailable_message
+from bot.slack.blocks import digest_message, unavailable_message
 from bot.slack.limits import SECTION_TEXT, post_paged
 from bot.slack.permalinks import ThreadLinks
 from storage.threads import ThreadKey
@@ -167,7 +167,7 @@ async def test_digest_sections_are_split_whole_and_long_digests_continue_in_thre
     client = AsyncWebClient(token="xoxb-test", base_url=slack.url)
     for facts, size in ((24, 200), (400, 1000)):
         text, blocks = digest_message(
-            long_record(facts, size), events=[], links=LINKS, cost=0.0, attempts=1
+            long_record(facts, size), events=[], links=LINKS, owners=[], cost=0.0, attempts=1
         )
         first = await post_paged(client, channel="CLEAD", text=text, blocks=blocks)
         pages = [c for c in slack.calls_to("chat.postMessage") if c.get("thread_ts") == first]
@@ -182,7 +182,9 @@ async def test_digest_sections_are_split_whole_and_long_digests_continue_in_thre
 
 
 def test_digest_header_keeps_the_channel_mention_outside_link_text() -> None:
-    _, blocks = digest_message(long_record(1, 50), events=[], links=LINKS, cost=0.0, attempts=1)
+    _, blocks = digest_message(
+        long_record(1, 50), events=[], links=LINKS, owners=[], cost=0.0, attempts=1
+    )
     intro = blocks[0]["text"]["text"]
     link = re.search(r"<https://[^>]*>", intro)
     assert link is not None and "<#" not in link.group(0) and "<#C1>" in intro

@@ -20,9 +20,9 @@ import pytest
 from agents.compaction import COMPACTION_AUTHOR
 from agents.handoff import HANDOFF_AUTHOR
 from agents.history import HANDOFF_PREFIX
+from agents.summary.aids import SmallModelAids
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
-from agents.summary.validator import Validator
 from agents.tree import build_support_tree
 from bot.slack.actions import DIRECT_REFUSAL
 from storage.threads import ThreadKey
@@ -56,7 +56,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[tuple[BotHarness, AgentModel]]:
             agent=build_support_tree(model=model),
             db=db,
             # A summariser that never passes: every hand-off takes the raw-thread path.
-            summarizer=SummaryService(AgentModel(), validator=Validator(ground=True)),
+            summarizer=SummaryService(AgentModel(), aids=SmallModelAids(ground_citations=True)),
             compaction_model=model,
             support_lead_channel="CLEAD",
         )
