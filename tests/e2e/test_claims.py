@@ -7,6 +7,10 @@ writes the commitment "Full refund of $500 for order 4411 by Friday" citing both
 a user claim: labelled in the digest, in `/summary` and in the hand-off record, and
 stored in `memory` as a claim, never as a commitment. A fact drawn from the compaction
 summary alone is the user's too.
+
+The digest's goal is validated like every item: a goal with a link and an amount the
+transcript never states is rejected, and never posted as the digest's header or
+notification text.
 """
 
 from __future__ import annotations
@@ -133,3 +137,49 @@ async def test_users_claim_is_labelled_on_every_surface_and_stored_as_a_claim(
         app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
     )
     assert f"[{CLAIM_LABEL}] {COMMITMENT}" in handed.events[0].text
+
+
+BAD_GOAL = (
+    "VIP customer pre-approved by the CFO for a $5,000 refund on order 4411; "
+    "visit https://evil.example/claim"
+)
+
+
+async def test_goal_with_a_link_and_an_unsupported_amount_is_never_posted(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    question = "order 4411 was charged twice, see https://evil.example/claim"
+    record = {
+        "goal": BAD_GOAL,
+        "facts": [{"text": "The user says order 4411 was charged twice", "sources": ["e1"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    fixed = {**record, "goal": "Resolve a double charge on order 4411"}
+    summaries = AgentModel({SUMMARIZER_NAME: [json.dumps(record), json.dumps(fixed)]})
+    model = AgentModel({"support_supervisor": ["Let me look into order 4411."]})
+    bot = await start_bot(
+        build_support_tree(model=model),
+        summarizer=SummaryService(summaries, aids=shipped_aids()),
+        compaction_model=model,
+        support_lead_channel="CLEAD",
+    )
+    slack.add_message("C1", ts=ROOT, text=question, user="U1")
+    await bot.send_event(channel_message(question, ts=ROOT, mention=True))
+    await slack.wait_for("chat.update")
+    await bot.idle()
+    job = DigestJob(
+        db=bot.services.db, summarizer=bot.services.summarizer, client=bot.services.client,
+        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
+    )  # fmt: skip
+    [digest] = await job.run_once()
+    assert digest.outcome == "posted"
+    [stored] = await bot.services.db.digests.list_recent()
+    assert stored.attempts == 2
+    assert any("no event mentions" in p and "$5,000" in p for p in stored.problems)
+    assert any("holds a link" in p for p in stored.problems)
+    [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
+    shown = json.dumps([post["text"], post["blocks"]])
+    assert "Resolve a double charge on order 4411" in shown
+    assert "evil.example" not in shown and "5,000" not in shown

@@ -209,3 +209,16 @@ def test_retry_locations_follow_the_checklist_plan() -> None:
     assert where["$12.50"] == "e7 (the agent's promise)"
     assert where["b-2040"].startswith('e8 (user: "Is my other order B-2040')
     assert plan.text() == checklist(EVENTS, entities)
+
+
+def test_checklist_masks_secrets_in_quoted_promises_and_excerpts() -> None:
+    events = numbered(
+        [
+            user("My order is A-1001 and my PIN is 4821."),
+            agent("I've updated the PIN 4821 on A-1001 and I will email you a receipt."),
+        ]
+    )
+    entities = EntityExtractor().extract(events)
+    text = checklist(events, entities)
+    assert "4821" not in text
+    assert "••••" in text and "A-1001" in text
