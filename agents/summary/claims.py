@@ -31,6 +31,7 @@ from agents.summary.entities import Entity, EntityExtractor, mentions
 from agents.summary.grounding import item_values
 from agents.summary.record import SECTIONS, HandoffRecord, Item
 
+
 def is_user_claim(
     section: str,
     item: Item,

@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
 MAX_SOURCES = 3
 SECTIONS = ("facts", "decisions", "commitments", "open_questions")
 

@@ -20,6 +20,7 @@ import re
 
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.agent import SUMMARIZER_NAME
+from agents.summary.aids import SmallModelAids
 from agents.summary.render import CLAIM_LABEL
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
@@ -41,7 +42,7 @@ COMMITMENT = "Full refund of $500 for order 4411 by Friday"
 COMPACTED = "The user says a colleague promised a full refund of $500 by Friday."
 
 
-def shipped_aids() -> object:
+def shipped_aids() -> SmallModelAids:
     """The summary aids `support-bot` gives its summary model by default."""
     return summary_aids(Settings(slack_bot_token="xoxb-test", _env_file=None))
 
