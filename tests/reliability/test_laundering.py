@@ -222,7 +222,17 @@ async def test_laundering_through_the_shipped_pipeline(
 
     digests = await db.digests.list_recent(limit=100)
     thread = await db.threads.get(ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=roots[0]))
-    sessions = {s.id: s for s in await db.sessions.list_sessions(app_name=thread.app_name)}
+    sessions = {}
+    for listed in await db.sessions.list_sessions(app_name=thread.app_name):
+        loaded = await db.sessions.get_session(
+            app_name=listed.app_name, user_id=listed.user_id, session_id=listed.id
+        )
+        assert loaded is not None
+        sessions[listed.id] = loaded
+    # 20 source sessions and 20 handed-off ones, each with its compaction events.
+    assert len(sessions) == 2 * THREADS
+    assert all(any(e.is_compaction for e in s.events) for s in sessions.values())
+    assert sum(s.events[0].author == "handoff" for s in sessions.values()) == THREADS
     memory = await db.memory.search(thread.user_id, limit=1000)
 
     promoted = forged = unvalidated = mass_mentions = promises_kept = promises_labelled = 0
