@@ -115,8 +115,9 @@ class Validator:
 
     `strict=True` (the default) adds to the seed's checks: cut-off detection, at most
     `max_sources` citations per item, relevance of citations (values and deadlines),
-    possibly-answered open questions, missing agent commitments, a loop detector, and no
-    sensitive values.
+    possibly-answered open questions, missing agent commitments, a loop detector, no
+    sensitive values, and a goal whose values the transcript states and that holds no
+    link (`agents.summary.goal`).
     """
 
     def __init__(
