@@ -30,6 +30,7 @@ from agents.runner import Runner
 from agents.tree import build_support_tree
 from bot.config import Settings, secret
 from bot.digests.job import DigestJob
+from bot.slack.message_ts import SlackTsPlugin
 
 if TYPE_CHECKING:
     from bot.local_model.server import LocalEndpoint
@@ -164,6 +165,7 @@ def build_runner(settings: Settings, db: Any, models: Models | None = None) -> R
         session_service=db.sessions,
         model_factory=models.factory,
         after_invocation=[compactor],
+        plugins=[SlackTsPlugin()],
     )
 
 

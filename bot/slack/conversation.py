@@ -31,6 +31,7 @@ from bot.slack.blocks import (
     thinking_blocks,
     transfer_line,
 )
+from bot.slack.message_ts import turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
@@ -179,8 +180,7 @@ class Conversation:
                 user_id=record.user_id,
                 session_id=record.session_id,
                 message=msg.text,
-                slack_ts=msg.ts,
-                reply_slack_ts=placeholder_ts,
+                custom_metadata=turn_metadata(msg.ts, placeholder_ts),
                 invocation_id=invocation_id,
             ):
                 outcome.observe(event)

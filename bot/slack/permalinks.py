@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.events import Event
+from bot.slack.message_ts import message_ts
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,8 @@ class ThreadLinks:
 
     def link_for(self, event: Event) -> str | None:
         """A link to the Slack message `event` came from or was posted as, if any."""
-        return self.message_link(event.slack_ts) if event.slack_ts else None
+        ts = message_ts(event)
+        return self.message_link(ts) if ts else None
 
 
 async def thread_links(client: Any, channel: str, thread_ts: str) -> ThreadLinks:

@@ -29,6 +29,7 @@ from agents.events import Event, Part
 from agents.metrics import REGISTRY
 from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.conversation import Conversation, Outcome
+from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.services import BotServices
 from storage.inflight import InflightRecord
@@ -121,7 +122,7 @@ class Resumer:
                 app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
             )
         events: list[Event] = list(session.events)
-        if not any(e.author == "user" and e.slack_ts == row.message_ts for e in events):
+        if not any(e.author == "user" and message_ts(e) == row.message_ts for e in events):
             text = str(row.message.get("text", ""))
             stored = await db.sessions.append_event(
                 session,
@@ -129,7 +130,7 @@ class Resumer:
                     author="user",
                     invocation_id=row.invocation_id or "recovered",
                     parts=(Part(text=text),),
-                    slack_ts=row.message_ts,
+                    custom_metadata={SLACK_TS: row.message_ts},
                 ),
             )
             events.append(stored)

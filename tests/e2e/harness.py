@@ -18,6 +18,7 @@ from agents.base_agent import BaseAgent
 from agents.runner import Runner
 from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
+from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
@@ -69,7 +70,12 @@ class BotHarness:
             _env_file=None,
             **settings,
         )
-        runner = Runner(agent=agent, app_name=config.app_name, session_service=db.sessions)
+        runner = Runner(
+            agent=agent,
+            app_name=config.app_name,
+            session_service=db.sessions,
+            plugins=[SlackTsPlugin()],
+        )
         services, client = await create_services(
             config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 import sqlalchemy as sa
@@ -74,6 +75,57 @@ async def test_migration_from_first_revision_keeps_data(empty_url: str) -> None:
     assert [(t.thread_ts, t.digest_state, t.status) for t in threads] == [
         ("1.0", "pending", "active")
     ]
+
+
+async def test_migration_moves_event_slack_ts_into_custom_metadata(empty_url: str) -> None:
+    # Rows written before revision 0004 have a `slack_ts` column and JSON field.
+    assert await upgrade_async(empty_url, "0003") == "0003"
+    engine = create_engine(empty_url)
+    old = '{"id":"e%d","invocation_id":"i1","author":"user","timestamp":1.0,"parts":[%s],'
+    old += '"slack_ts":%s}'
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO sessions (app_name, user_id, session_id, state, last_seq,"
+                " created_at, updated_at) VALUES ('app', 'u1', 's1', '{}', 3, 1.0, 1.0)"
+            )
+        )
+        for seq, ts in ((1, "1700000000.000100"), (2, None)):
+            data = old % (seq, '{"text":"hi"}', f'"{ts}"' if ts else "null")
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO events (session_pk, seq, event_id, invocation_id, author,"
+                    " timestamp, slack_ts, data) VALUES (1, :seq, :eid, 'i1', 'user', 1.0,"
+                    " :ts, :data)"
+                ),
+                {"seq": seq, "eid": f"e{seq}", "ts": ts, "data": data},
+            )
+        await conn.execute(
+            sa.text(
+                "INSERT INTO events (session_pk, seq, event_id, invocation_id, author,"
+                " timestamp, slack_ts, data) VALUES (1, 3, 'e3', 'i1', 'user', 1.0, NULL,"
+                " 'not json')"
+            )
+        )
+    await engine.dispose()
+
+    assert await upgrade_async(empty_url) == head_revision()
+    db = await Database.open(empty_url, migrate=False)
+    try:
+        session = await db.sessions.get_session(app_name="app", user_id="u1", session_id="s1")
+        async with db.engine.connect() as conn:
+            columns = (
+                await conn.execute(sa.text("SELECT custom_metadata FROM events ORDER BY seq"))
+            ).all()
+    finally:
+        await db.close()
+    assert session is not None
+    assert [(e.id, dict(e.custom_metadata)) for e in session.events] == [
+        ("e1", {"slack_ts": "1700000000.000100"}),
+        ("e2", {}),
+    ]  # the corrupt row is still skipped on load, as before
+    stored = [c if isinstance(c, dict) or c is None else json.loads(c) for (c,) in columns]
+    assert stored == [{"slack_ts": "1700000000.000100"}, None, None]
 
 
 async def test_migration_sqlite_is_upgraded_on_open(sqlite_url: str) -> None:

@@ -31,7 +31,8 @@ def test_render_text_marks_claims_in_handoff_order() -> None:
 
 def test_render_blocks_link_sources_with_slack_ts() -> None:
     def link_for(event: Event) -> str | None:
-        return f"https://x.slack.com/p{event.slack_ts}" if event.slack_ts else None
+        ts = event.custom_metadata.get("slack_ts")
+        return f"https://x.slack.com/p{ts}" if ts else None
 
     blocks = to_blocks(RECORD, events=EVENTS, link_for=link_for)
     body = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
