@@ -7,12 +7,14 @@ import json
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from agents.events import Event
 from storage import Database, DatabaseOutdatedError, DatabaseSchemaError
 from storage.engine import create_engine
-from storage.migrate import head_revision, upgrade, upgrade_async
+from storage.migrate import alembic_config, head_revision, upgrade, upgrade_async
 from storage.schema import metadata
 
 
@@ -166,3 +168,20 @@ async def test_migration_sync_upgrade_for_the_cli(sqlite_url: str) -> None:
     assert await asyncio.to_thread(upgrade, sqlite_url) == head_revision()
     db = await Database.open(sqlite_url, migrate=False)
     await db.close()
+
+
+async def test_migration_0004_downgrade_restores_the_legacy_slack_ts(sqlite_url: str) -> None:
+    db = await Database.open(sqlite_url)
+    session = await db.sessions.create_session(app_name="app", user_id="u1", session_id="s1")
+    await db.sessions.append_event(
+        session, Event(author="user", custom_metadata={"slack_ts": "1700000000.000100"})
+    )
+    await db.close()
+    engine = create_engine(sqlite_url)
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0003"))
+        (ts, data) = (await conn.execute(sa.text("SELECT slack_ts, data FROM events"))).one()
+    await engine.dispose()
+    legacy = json.loads(data)
+    assert ts == legacy["slack_ts"] == "1700000000.000100"
+    assert "custom_metadata" not in legacy and "loop_exit" not in legacy["actions"]

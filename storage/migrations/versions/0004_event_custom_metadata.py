@@ -62,6 +62,10 @@ def _to_legacy(data: dict[str, Any], row: Any) -> dict[str, Any]:
     metadata = data.pop("custom_metadata", None) or row.custom_metadata or {}
     ts = metadata.get(LEGACY_KEY) if isinstance(metadata, dict) else None
     data[LEGACY_KEY] = ts
+    # Code before 0004 also rejects the (same-release) empty `actions.loop_exit` field.
+    actions = data.get("actions")
+    if isinstance(actions, dict) and actions.get("loop_exit") is None:
+        actions.pop("loop_exit", None)
     return {"b_data": data, "b_meta": None, "b_ts": ts}
 
 
