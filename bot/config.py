@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
@@ -44,6 +45,12 @@ class Settings(BaseSettings):
         description="Point summary items that carry identifiers at the events holding them.",
     )
     compaction_model: str | None = None
+    model_timeout_seconds: float = Field(
+        default=60.0, gt=0, description="Per-call timeout of a hosted model (litellm)."
+    )
+    agent_tree_file: Path | None = Field(
+        default=None, description="A YAML agent tree to run instead of agents/support_tree.yaml."
+    )
     model_api_base: str | None = None
     model_api_key: SecretStr | None = None
 
@@ -69,7 +76,10 @@ class Settings(BaseSettings):
         default=False,
         description="The app has chat:write.customize: post replies under the agent's name.",
     )
-    slack_retry_count: int = 3
+    slack_retry_count: int = Field(
+        default=8,
+        description="Web API retries per call (429, 5xx, connection errors): ~90 s of patience.",
+    )
     max_message_chars: int = 3500
     log_level: str = "INFO"
 

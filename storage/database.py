@@ -32,6 +32,7 @@ from storage.schema import (
     user_state,
 )
 from storage.sessions import SqlSessionService
+from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
 from storage.threads import ThreadStore
 
@@ -52,6 +53,7 @@ class Database:
         self.digests = DigestStore(self.gate)
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)
+        self.stats = StatsStore(self.gate, self.summary_runs)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:

@@ -27,10 +27,12 @@ from agents.state import split_delta, without_temp
 from storage.engine import SqlGate
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_users, write_scoped
+from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 
 CORRUPT_EVENTS_METRIC = "storage_corrupt_events_total"
+REGISTRY.describe(CORRUPT_EVENTS_METRIC, "counter", "Stored events skipped as unreadable")
 
 
 def _session_where(app_name: str, user_id: str, session_id: str) -> sa.ColumnElement[bool]:
@@ -130,6 +132,29 @@ class SqlSessionService:
             )
 
         return await self._gate.read(tx)
+
+    async def of_thread(
+        self, thread: ThreadRecord, *, since_compaction: bool = False
+    ) -> Session | None:
+        """The session `thread` maps to, or None when it does not exist (yet)."""
+        return await self.get_session(
+            app_name=thread.app_name,
+            user_id=thread.user_id,
+            session_id=thread.session_id,
+            since_compaction=since_compaction,
+        )
+
+    async def ensure_of_thread(
+        self, thread: ThreadRecord, *, since_compaction: bool = False
+    ) -> Session:
+        """The session `thread` maps to, created empty when missing: a thread is mapped
+        before its session is written."""
+        session = await self.of_thread(thread, since_compaction=since_compaction)
+        if session is not None:
+            return session
+        return await self.create_session(
+            app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+        )
 
     async def append_event(self, session: Session, event: Event) -> Event:
         delta = without_temp(event.actions.state_delta)

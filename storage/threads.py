@@ -263,6 +263,26 @@ class ThreadStore:
             values["last_digest_id"] = digest_id
         return await self._update(key, values, threads.c.lease_owner == owner)
 
+    async def for_user(
+        self, *, team_id: str, channel_id: str, user_id: str, limit: int
+    ) -> list[ThreadRecord]:
+        """`user_id`'s threads in one channel, most recently active first."""
+        query = (
+            sa.select(threads)
+            .where(
+                threads.c.team_id == team_id,
+                threads.c.channel_id == channel_id,
+                threads.c.user_id == user_id,
+            )
+            .order_by(threads.c.last_activity_at.desc())
+            .limit(limit)
+        )
+
+        async def tx(conn: AsyncConnection) -> list[ThreadRecord]:
+            return _records(await conn.execute(query))
+
+        return await self._gate.read(tx)
+
     async def list_threads(self, limit: int = 100) -> list[ThreadRecord]:
         """Most recently active threads first."""
         query = sa.select(threads).order_by(threads.c.last_activity_at.desc()).limit(limit)

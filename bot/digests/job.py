@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import time
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, Protocol
 
+from agents.events import Event
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
-from agents.summary.record import HandoffRecord
-from bot.digests.message import digest_message, unavailable_message
-from bot.slack.permalinks import ThreadLinks, thread_links
+from agents.summary.record import HandoffRecord, Item
+from bot.slack.blocks import Block, digest_message, unavailable_message
+from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
+from bot.threads.summaries import Summarizer
+from storage.database import Database
+from storage.digests import DigestRow
+from storage.memory import MemoryKind
 from storage.threads import ThreadRecord
 
 logger = logging.getLogger(__name__)
@@ -32,7 +34,27 @@ REGISTRY.describe(
     "support_bot_digests_unavailable_total", "counter", "Digests with no valid summary"
 )
 
-Outcome = Literal["posted", "stored", "unavailable", "already_posted"]
+DigestStatus = Literal["posted", "stored", "unavailable", "already_posted"]
+
+
+class DigestPoster(PermalinkClient, Protocol):
+    """The part of slack_sdk's `AsyncWebClient` a digest pass uses (the offline
+    `support-bot digest` has a stand-in that only links)."""
+
+    async def chat_postMessage(
+        self, *, channel: str, text: str, blocks: list[Block], unfurl_links: bool
+    ) -> SlackAnswer: ...
+
+
+def owning_agents(events: Sequence[Event]) -> list[str]:
+    """Agents that answered in the thread, in the order they first did."""
+    seen: list[str] = []
+    for event in events:
+        if event.author in ("user", "compaction") or event.error_code or not event.text:
+            continue
+        if event.is_final_response() and event.author not in seen:
+            seen.append(event.author)
+    return seen
 
 
 @dataclass
@@ -41,7 +63,7 @@ class DigestOutcome:
 
     channel_id: str
     thread_ts: str
-    outcome: Outcome
+    outcome: DigestStatus
     digest_id: int | None = None
     slack_ts: str | None = None
     problems: list[str] = field(default_factory=list)
@@ -49,21 +71,24 @@ class DigestOutcome:
 
 
 class DigestJob:
-    """One digest pass over the idle threads (`run_once`); the scheduler repeats it."""
+    """One digest pass over the idle threads (`run_once`); the scheduler repeats it.
+
+    `owner` is the process's identity (`bot.wiring.process_owner`), held on each lease.
+    """
 
     def __init__(
         self,
         *,
-        db: Any,
-        summarizer: Any,
-        client: Any,
+        db: Database,
+        summarizer: Summarizer,
+        client: DigestPoster,
         lead_channel: str | None,
         idle_after: float,
+        owner: str,
         concurrency: int = 8,
         lease_seconds: float = 600.0,
         batch: int = 200,
         clock: Callable[[], float] = time.time,
-        owner: str | None = None,
     ) -> None:
         self.db = db
         self.summarizer = summarizer
@@ -73,7 +98,7 @@ class DigestJob:
         self.lease_seconds = lease_seconds
         self.batch = batch
         self.clock = clock
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner
         self._slots = asyncio.Semaphore(concurrency)
 
     async def run_once(self) -> list[DigestOutcome]:
@@ -100,9 +125,7 @@ class DigestJob:
                 return None
 
     async def _digest(self, thread: ThreadRecord) -> DigestOutcome:
-        session = await self.db.sessions.get_session(
-            app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
-        )
+        session = await self.db.sessions.of_thread(thread)
         if session is None or not session.events:
             await self.db.threads.release(thread.key, owner=self.owner)
             raise LookupError(f"thread {thread.thread_ts} maps to missing session")
@@ -113,7 +136,7 @@ class DigestJob:
             return await self._finish_stored(thread, previous, last_seq)
         result = await self.summarizer.summarize(session)
         if isinstance(result, NoSummary) or not isinstance(result, Summary):
-            return await self._unavailable(thread, list(result.problems), last_seq)
+            return await self._unavailable(thread, [str(p) for p in result.problems], last_seq)
         record = result.record
         digest_id = await self.db.digests.add(
             record=record,
@@ -122,14 +145,18 @@ class DigestJob:
             user_id=thread.user_id,
             cited_event_ids=record.cited_ids(),
             attempts=result.attempts,
-            problems=result.problems_first_attempt,
+            problems=[str(p) for p in result.problems_first_attempt],
             cost=result.usage.cost,
             prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens,
             supersedes_digest_id=previous.id if previous is not None else None,
             created_at=self.clock(),
         )
-        for kind, items in (("fact", record.facts), ("commitment", record.commitments)):
+        remembered: tuple[tuple[MemoryKind, list[Item]], ...] = (
+            ("fact", record.facts),
+            ("commitment", record.commitments),
+        )
+        for kind, items in remembered:
             for item in items:
                 await self.db.memory.add(
                     user_id=thread.user_id,
@@ -147,6 +174,7 @@ class DigestJob:
                 record,
                 events=session.events,
                 links=links,
+                owners=owning_agents(session.events),
                 cost=result.usage.cost,
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
@@ -171,19 +199,19 @@ class DigestJob:
         return f"{base}/archives/{self.lead_channel}/p{ts.replace('.', '')}"
 
     async def _finish_stored(
-        self, thread: ThreadRecord, stored: Any, last_seq: int
+        self, thread: ThreadRecord, stored: DigestRow, last_seq: int
     ) -> DigestOutcome:
         outcome = DigestOutcome(thread.channel_id, thread.thread_ts, "already_posted", stored.id)
         if stored.slack_ts is None and self.lead_channel:
             links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            session = await self.db.sessions.get_session(
-                app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
-            )
+            session = await self.db.sessions.of_thread(thread)
             record = HandoffRecord.model_validate(stored.record)
+            events = session.events if session else []
             text, blocks = digest_message(
                 record,
-                events=session.events if session else [],
+                events=events,
                 links=links,
+                owners=owning_agents(events),
                 cost=stored.cost,
                 attempts=stored.attempts,
             )

@@ -14,12 +14,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agents.base_agent import BaseAgent
+from agents.models.base import Model
 from agents.runner import Runner
 from agents.session_service import InMemorySessionService
-from bot.slack.conversation import Outcome
+from bot.threads.turn import run_turn
 
 DEFAULT_ROUTES = {"billing": "billing_agent", "tech_support": "tech_support"}
 FALLBACK_AGENT = "support_supervisor"
@@ -135,7 +135,7 @@ async def evaluate_routing(
     *,
     tree: Callable[[], BaseAgent],
     routes: RouteMap,
-    model_factory: Any = None,
+    model_factory: Callable[[str], Model] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RoutingReport:
     """Run each case's message through a fresh tree and session; score the owner."""
@@ -147,13 +147,9 @@ async def evaluate_routing(
     )
     for done, case in enumerate(cases, start=1):
         session = await sessions.create_session(app_name=EVAL_APP, user_id="eval")
-        outcome = Outcome()
-        async for event in runner.run_async(
-            user_id="eval", session_id=session.id, message=case.message
-        ):
-            outcome.observe(event)
+        outcome = await run_turn(runner, user_id="eval", session_id=session.id, text=case.message)
         answered = FAILED
-        if outcome.error is None and outcome.reply is not None:
+        if outcome.reply is not None and outcome.answered:
             answered = owning_branch(root, outcome.reply.author)
         report.pairs.append((routes.agent_for(case.expected_route), answered))
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import logging
-import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from agents.events import Event, Part
-from agents.llm_agent import LlmAgent
+from agents.session import Session
 from bot.slack.command_args import ThreadRef
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import thread_links
 from bot.slack.services import BotServices
+from bot.threads.handoff import hand_to_agent, handoff_agents
 from bot.threads.summaries import SummaryView, summarize_session
-from storage.threads import ThreadKey
+from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -59,23 +57,21 @@ class ThreadActions:
             log.info("membership check failed", extra={"error": exc.response.get("error")})
         return False
 
-    async def _load(self, team_id: str, ref: ThreadRef, user: str, reply: Reply) -> Any:
+    async def _load(
+        self, team_id: str, ref: ThreadRef, user: str, reply: Reply
+    ) -> tuple[ThreadRecord, Session] | None:
         if not await self.authorised(user, ref.channel):
             await reply(REFUSAL, None)
             return None
         key = ThreadKey(team_id=team_id, channel_id=ref.channel, thread_ts=ref.thread_ts)
         record = await self.s.db.threads.get(key)
-        session = None
-        if record is not None:
-            session = await self.s.db.sessions.get_session(
-                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-            )
-        if session is None or not session.events:
+        session = None if record is None else await self.s.db.sessions.of_thread(record)
+        if record is None or session is None or not session.events:
             await reply(UNKNOWN_THREAD, None)
             return None
-        return key, record, session
+        return record, session
 
-    async def _summary(self, ref: ThreadRef, session: Any) -> tuple[SummaryView, str]:
+    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[SummaryView, str]:
         links = await thread_links(self.s.client, ref.channel, ref.thread_ts)
         view = await summarize_session(self.s.summarizer, session, links=links)
         return view, links.thread_link
@@ -87,7 +83,7 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
-        _, _, session = loaded
+        _, session = loaded
         view, _ = await self._summary(ref, session)
         if public and view.ok:
             await self.s.client.chat_postMessage(
@@ -117,13 +113,13 @@ class ThreadActions:
             known = ", ".join(f"`{a}`" for a in self.handoff_agents())
             await reply(f"There is no agent called `{escape(agent)}`. Known agents: {known}.", None)
             return
-        key, record, session = loaded
+        record, session = loaded
         view, thread_link = await self._summary(ref, session)
         if person is not None:
-            await self._to_person(key, ref, user, person, note, view, thread_link)
+            await self._to_person(record.key, ref, user, person, note, view, thread_link)
             await reply(f"Handed off to <@{person}>.", None)
         elif agent is not None:
-            await self._to_agent(key, record, session, user, agent, note, view)
+            await self._to_agent(record, session, user, agent, note, view)
             await reply(f"Handed off to `{agent}`.", None)
 
     async def _to_person(
@@ -158,40 +154,17 @@ class ThreadActions:
 
     async def _to_agent(
         self,
-        key: ThreadKey,
-        record: Any,
-        session: Any,
+        record: ThreadRecord,
+        session: Session,
         requester: str,
         agent: str,
         note: str,
         view: SummaryView,
     ) -> None:
         text = view.plain + (f"\nNote from the person handing off: {note}" if note else "")
-        await hand_to_agent(self.s.db, key, record, session, agent, text)
+        await hand_to_agent(self.s.db, record, session, agent, text)
+        key = record.key
         message = f"<@{requester}> handed this thread to *{escape(agent)}*."
         await self.s.client.chat_postMessage(
             channel=key.channel_id, thread_ts=key.thread_ts, text=message
         )
-
-
-def handoff_agents(root: Any) -> list[str]:
-    """Agents a thread can be handed to: every LLM agent of the tree under `root`."""
-    return [a.name for a in root.walk() if isinstance(a, LlmAgent)]
-
-
-async def hand_to_agent(
-    db: Any, key: ThreadKey, record: Any, session: Any, agent: str, text: str
-) -> str:
-    """Point the thread at a new session whose first event is `text` (the handoff record
-    in plain text), authored by `agent`; returns the new session id. Shared by the Slack
-    commands and the terminal chat."""
-    sessions, new_id = db.sessions, uuid.uuid4().hex
-    fresh = await sessions.create_session(
-        app_name=record.app_name, user_id=record.user_id, session_id=new_id
-    )
-    # Authored by the target agent so that the runner routes the next message to it.
-    await sessions.append_event(fresh, Event(author=agent, parts=(Part(text=text),)))
-    await db.threads.remap(key, session_id=new_id, owner_agent=agent, source_session_id=session.id)
-    await db.threads.set_status(key, "active")
-    await db.threads.touch(key, now=time.time(), owner_agent=agent)
-    return new_id

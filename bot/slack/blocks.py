@@ -1,13 +1,23 @@
-"""Block Kit builders for everything the bot posts. Pure functions, no I/O."""
+"""Block Kit builders for everything the bot posts. Pure functions, no I/O.
+
+Every Block Kit payload is built here: replies and notices, the handoff modal and App
+Home, thread summaries, and the support-lead channel's digests.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from agents.events import Event
+from agents.summary.record import HandoffRecord, Item
+from agents.summary.render import CLAIM_LABEL, ORDER
 from bot.slack.mrkdwn import escape
+from bot.slack.permalinks import ThreadLinks
 
 Block = dict[str, Any]
+LinkFor = Callable[[Event], "str | None"]
+SECTION_CHARS = 3000  # Slack caps a section's text at 3,000 characters
 
 THINKING_TEXT = "_Thinking…_"
 FAILURE_TEXT = (
@@ -96,3 +106,111 @@ def home_view() -> dict[str, Any]:
         "<@person | agent> [note]`, or the message shortcuts, to summarise or hand off."
     )
     return {"type": "home", "blocks": notice_blocks(text)}
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}}
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _source_refs(item: Item, events: dict[str, Event], link_for: LinkFor | None) -> str:
+    refs = []
+    for source in item.sources:
+        event = events.get(source)
+        url = link_for(event) if (link_for is not None and event is not None) else None
+        refs.append(f"<{url}|{source}>" if url else source)
+    return ", ".join(refs)
+
+
+def record_blocks(
+    record: HandoffRecord,
+    *,
+    events: Sequence[Event] = (),
+    link_for: LinkFor | None = None,
+    title: str = "Handoff summary",
+) -> list[Block]:
+    """A handoff record; each source links to its Slack message when `link_for` gives one.
+
+    User claims are marked; commitments stand out, because a broken promise costs the
+    next reader more than a missed fact.
+    """
+    by_id = {event.id: event for event in events}
+    blocks: list[Block] = [
+        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
+        _section(f"*Goal:* {escape(record.goal)}"),
+    ]
+    for section, heading in ORDER:
+        items: list[Item] = getattr(record, section)
+        if not items:
+            continue
+        lines = []
+        for item in items:
+            claim = f"_{CLAIM_LABEL}:_ " if item.user_claim else ""
+            text = escape(item.text)
+            if section == "commitments":
+                text = f"*{text}*"
+            lines.append(f"• {claim}{text} ({_source_refs(item, by_id, link_for)})")
+        marker = ":handshake: " if section == "commitments" else ""
+        blocks.append(_section(f"{marker}*{heading}*\n" + "\n".join(lines)))
+    if any(item.user_claim for _, _, item in record.items()):
+        blocks.append(_context(f"_{CLAIM_LABEL}_: supported only by what the user wrote."))
+    return blocks
+
+
+def summary_blocks(
+    record: HandoffRecord, *, events: Sequence[Event], links: ThreadLinks | None
+) -> list[Block]:
+    """A thread summary asked for in Slack: the record, then a line linking the thread."""
+    blocks = record_blocks(
+        record,
+        events=events,
+        link_for=links.link_for if links is not None else None,
+        title="Thread summary",
+    )
+    if links is not None:
+        blocks.append(_context(f"Validated summary of <{links.thread_link}|this thread>"))
+    return blocks
+
+
+def no_summary_blocks(text: str) -> list[Block]:
+    """The notice that no summary passed validation (`text` says why)."""
+    return [_section(text[:2900])]
+
+
+def digest_message(
+    record: HandoffRecord,
+    *,
+    events: Sequence[Event],
+    links: ThreadLinks,
+    owners: Sequence[str],
+    cost: float,
+    attempts: int,
+    previous_link: str | None = None,
+) -> tuple[str, list[Block]]:
+    """The digest: a header linking the thread, the record, owners and cost."""
+    title = "Updated handoff digest" if previous_link else "Handoff digest"
+    intro = f"*<{links.thread_link}|{title}: thread in <#{links.channel}>>*"
+    if previous_link:
+        intro += f"\nThis updates the <{previous_link}|earlier digest> of this thread."
+    blocks: list[Block] = [_section(intro)]
+    blocks += record_blocks(record, events=events, link_for=links.link_for, title=title)[1:]
+    agents = ", ".join(f"`{a}`" for a in owners) or "none"
+    blocks.append(
+        _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
+    )
+    fallback = f"{title} for {links.thread_link}: {escape(record.goal)}"
+    return fallback, blocks
+
+
+def unavailable_message(links: ThreadLinks, problems: Sequence[str]) -> tuple[str, list[Block]]:
+    """The notice when no summary passed validation: the link, and why, never the text."""
+    listed = "\n".join(f"• {escape(p)[:300]}" for p in problems[:10])
+    more = f"\n…and {len(problems) - 10} more" if len(problems) > 10 else ""
+    text = (
+        f"*Summary unavailable* for <{links.thread_link}|this thread in <#{links.channel}>>. "
+        f"It is flagged for a person. The summary failed validation:\n{listed}{more}"
+    )
+    return f"Summary unavailable for {links.thread_link}", [_section(text)]

@@ -39,6 +39,8 @@ def parse_thread_link(text: str) -> ThreadRef:
 
 @dataclass(frozen=True)
 class SummaryArgs:
+    """`/summary`'s arguments: the thread, and whether to post the summary in it."""
+
     thread: ThreadRef
     public: bool
 
@@ -53,6 +55,8 @@ def parse_summary_args(text: str) -> SummaryArgs:
 
 @dataclass(frozen=True)
 class HandoffArgs:
+    """`/handoff`'s arguments: the thread, a person or an agent, and an optional note."""
+
     thread: ThreadRef
     person: str | None
     agent: str | None

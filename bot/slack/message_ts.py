@@ -25,9 +25,12 @@ def message_ts(event: Event) -> str | None:
     return ts if isinstance(ts, str) and ts else None
 
 
-def turn_metadata(user_ts: str, reply_ts: str | None) -> dict[str, Any]:
-    """What `Runner.run_async(custom_metadata=...)` gets for one Slack message."""
-    metadata: dict[str, Any] = {SLACK_TS: user_ts}
+def turn_metadata(user_ts: str | None, reply_ts: str | None) -> dict[str, Any]:
+    """What `Runner.run_async(custom_metadata=...)` gets for one Slack message (empty
+    for a turn that has no Slack message, the terminal chat's say)."""
+    metadata: dict[str, Any] = {}
+    if user_ts:
+        metadata[SLACK_TS] = user_ts
     if reply_ts:
         metadata[REPLY_TS] = reply_ts
     return metadata

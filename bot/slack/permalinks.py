@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agents.events import Event
 from bot.slack.message_ts import message_ts
+
+
+class SlackAnswer(Protocol):
+    """A Web API answer (slack_sdk's `AsyncSlackResponse`, or a plain dict)."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+class PermalinkClient(Protocol):
+    """The part of slack_sdk's `AsyncWebClient` that links threads."""
+
+    async def chat_getPermalink(self, *, channel: str, message_ts: str) -> SlackAnswer: ...
 
 
 @dataclass(frozen=True)
@@ -30,7 +42,7 @@ class ThreadLinks:
         return self.message_link(ts) if ts else None
 
 
-async def thread_links(client: Any, channel: str, thread_ts: str) -> ThreadLinks:
+async def thread_links(client: PermalinkClient, channel: str, thread_ts: str) -> ThreadLinks:
     """One `chat.getPermalink` call for the thread root; message links derive from it."""
     answer = await client.chat_getPermalink(channel=channel, message_ts=thread_ts)
     return ThreadLinks(channel=channel, thread_ts=thread_ts, thread_link=str(answer["permalink"]))

@@ -28,14 +28,21 @@ from slack_sdk.errors import SlackApiError
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
 from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
-from bot.slack.conversation import Conversation, Outcome
+from bot.slack.conversation import SlackReplier
 from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.services import BotServices
+from bot.threads.turn import TurnOutcome
 from storage.inflight import InflightRecord
 from storage.threads import ThreadKey
 
 log = logging.getLogger(__name__)
+
+REGISTRY.describe(
+    "support_bot_recovered_messages_total",
+    "counter",
+    "Interrupted messages taken up again at start-up, by stage",
+)
 
 STALE_AFTER_S = 900.0
 _THREAD_PAGE = 200
@@ -58,17 +65,17 @@ async def recover(services: BotServices, *, now: float | None = None) -> Recover
     db, report = services.db, RecoveryReport()
     now = time.time() if now is None else now
     rows = await db.inflight.left_by_others(services.owner)
-    if not getattr(db.gate, "is_sqlite", False):
+    if not db.gate.is_sqlite:
         rows = [r for r in rows if r.accepted_at <= now - STALE_AFTER_S]
-    conversation = Conversation(services)
-    resumer = Resumer(conversation)
+    replier = SlackReplier(services)
+    resumer = Resumer(replier)
     for row in rows:
         if not await db.inflight.take_over(row, owner=services.owner):
             continue
         msg = IncomingMessage.from_record(row.message)
         key = (row.team_id, row.channel_id, row.thread_ts)
         if row.stage == "accepted":
-            services.worker.submit(key, partial(conversation.handle, msg))
+            services.worker.submit(key, partial(replier.handle, msg))
             report.requeued += 1
         else:
             services.worker.submit(key, partial(resumer.resume, row))
@@ -83,9 +90,9 @@ async def recover(services: BotServices, *, now: float | None = None) -> Recover
 class Resumer:
     """Finishes one started-but-unanswered message after a crash."""
 
-    def __init__(self, conversation: Conversation) -> None:
-        self.c = conversation
-        self.s = conversation.s
+    def __init__(self, replier: SlackReplier) -> None:
+        self.replier = replier
+        self.s = replier.s
 
     async def resume(self, row: InflightRecord) -> None:
         key = ThreadKey(team_id=row.team_id, channel_id=row.channel_id, thread_ts=row.thread_ts)
@@ -99,14 +106,11 @@ class Resumer:
                 return
             if state is None:
                 placeholder = None
-        outcome = Outcome()
-        for event in events:
-            if event.invocation_id == row.invocation_id and event.author != "user":
-                outcome.observe(event)
-        if outcome.reply is not None and outcome.error is None:
-            await self.c.conclude(key, row.key, placeholder, outcome)
+        outcome = TurnOutcome.of_invocation(events, row.invocation_id)
+        if outcome.answered:
+            await self.replier.conclude(key, row.key, placeholder, outcome)
         else:
-            await self.c.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
+            await self.replier.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
 
     async def _events_with_user_message(self, key: ThreadKey, row: InflightRecord) -> list[Event]:
         """The session's events, after storing the user's message if the crash beat it."""
@@ -114,13 +118,7 @@ class Resumer:
         record = await db.threads.get(key)
         if record is None:
             return []
-        session = await db.sessions.get_session(
-            app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-        )
-        if session is None:
-            session = await db.sessions.create_session(
-                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-            )
+        session = await db.sessions.ensure_of_thread(record)
         events: list[Event] = list(session.events)
         if not any(e.author == "user" and message_ts(e) == row.message_ts for e in events):
             text = str(row.message.get("text", ""))

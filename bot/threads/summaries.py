@@ -1,23 +1,31 @@
 """Thread summaries for Slack and the terminal: run the summary agent, render what it
 validated.
 
-The summariser is anything with `async summarize(session)` returning either an object
-with a validated `record` (`agents.summary.record.HandoffRecord`) or one with
-`problems` (no summary). Unchecked text is never shown: without a record, the
-rendering says so, lists the problems and links the thread.
+The summariser is any `Summarizer`: `agents.summary.SummaryService`, or a test double
+of its shape. Unchecked text is never shown: without a record, the rendering says so,
+lists the problems and links the thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from agents.session import Session
+from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
-from agents.summary.render import to_blocks, to_text
-from bot.slack.blocks import Block
+from agents.summary.render import to_text
+from bot.slack.blocks import Block, no_summary_blocks, summary_blocks
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
+
+
+class Summarizer(Protocol):
+    """Summarises a session into a validated record or a typed no-summary."""
+
+    async def summarize(self, session: Session) -> SummaryResult:
+        """A `Summary` with a validated `record`, or a `NoSummary` with its `problems`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -32,7 +40,7 @@ class SummaryView:
 
 
 async def summarize_session(
-    summarizer: Any, session: Session, *, links: ThreadLinks | None
+    summarizer: Summarizer, session: Session, *, links: ThreadLinks | None
 ) -> SummaryView:
     """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
     turns each citation into a link to its Slack message."""
@@ -49,24 +57,7 @@ def render_record(
 ) -> SummaryView:
     """Block Kit for a validated record; each citation links to the Slack message it cites."""
     plain = to_text(record, source_session_id=session.id)
-    blocks = to_blocks(
-        record,
-        events=session.events,
-        link_for=links.link_for if links is not None else None,
-        title="Thread summary",
-    )
-    if links is not None:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": f"Validated summary of <{links.thread_link}|this thread>",
-                    }
-                ],
-            }
-        )
+    blocks = summary_blocks(record, events=session.events, links=links)
     return SummaryView(ok=True, text=escape(plain)[:3000], blocks=blocks, plain=plain)
 
 
@@ -80,7 +71,7 @@ def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -
     return SummaryView(
         ok=False,
         text=text,
-        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
+        blocks=no_summary_blocks(text),
         plain=f"No validated summary. Problems: {'; '.join(problems)}",
         problems=problems,
     )

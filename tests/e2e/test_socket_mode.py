@@ -38,7 +38,7 @@ async def test_socket_mode_dm_round_trip_and_health(tmp_path: Path) -> None:
             plugins=[SlackTsPlugin()],
         )
         services, client = await create_services(settings, db=db, runner=runner, summarizer=None)
-        bolt = build_bolt_app(services, verify_requests=False)
+        bolt = build_bolt_app(services)
         handler = socket_handler(bolt, settings, services.client)
         web_app = build_web_app(
             services, bolt, http_events=False, extra_health=handler.client.is_connected

@@ -37,11 +37,11 @@ async def serve() -> None:
             name,
             api_base=settings.model_api_base,
             api_key=secret(settings.model_api_key),
-            timeout=float(os.environ.get("MODEL_TIMEOUT", "60")),
+            timeout=settings.model_timeout_seconds,
         )
 
     runner = Runner(
-        agent=build_support_tree(model=settings.model),
+        agent=build_support_tree(path=settings.agent_tree_file, model=settings.model),
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=model_factory,

@@ -57,7 +57,7 @@ def bot_env(slack: FakeSlackApi, openai: FakeOpenAIServer, db_file: Path) -> dic
         "MODEL": "openai/test",
         "MODEL_API_BASE": openai.base_url,
         "MODEL_API_KEY": "sk-test",
-        "MODEL_TIMEOUT": "300",
+        "MODEL_TIMEOUT_SECONDS": "300",
         "PORT": str(free_port()),
         "HOST": "127.0.0.1",
         "MAX_CONCURRENT_INVOCATIONS": "200",

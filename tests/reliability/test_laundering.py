@@ -79,6 +79,7 @@ async def test_laundering_injected_instructions_never_become_verified_or_broadca
         lead_channel="CLEAD",
         idle_after=60,
         clock=lambda: 2_000_000_000.0,
+        owner="laundering-test",
     )
     try:
         for n in range(TRANSCRIPTS):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+from agents.events import Event
 from agents.summary.checklist import build_checklist, checklist, group_values
 from agents.summary.entities import EntityExtractor
-from agents.summary.grounding import ground_citations
+from agents.summary.grounding import Grounded, ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import render_transcript
-from agents.summary.validator import Validator
+from agents.summary.validator import ValidationResult, Validator
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import (
     agent,
@@ -24,9 +26,22 @@ EVENTS = numbered(refund_events())
 PASSING = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
 
 
+def grounded_check(
+    record: dict[str, object], events: list[Event] = EVENTS, *, ground: bool = True
+) -> tuple[ValidationResult, Grounded | None]:
+    """The service's order: parse once, ground (the repair), then check."""
+    validator = Validator()
+    parsed = validator.parse(json.dumps(record))
+    assert parsed.record is not None
+    grounded = ground_citations(parsed.record, events) if ground else None
+    if grounded is not None:
+        parsed = replace(parsed, record=grounded.record)
+    return validator.check(parsed, events), grounded
+
+
 def validate(record: dict[str, object], *, ground: bool) -> tuple[list[str], int]:
-    result = Validator(ground=ground).validate(json.dumps(record), EVENTS)
-    return result.problems, result.grounded_items
+    result, grounded = grounded_check(record, ground=ground)
+    return [str(p) for p in result.problems], grounded.corrected_items if grounded else 0
 
 
 def test_neighbouring_turn_is_regrounded_to_the_event_holding_the_value() -> None:
@@ -37,7 +52,7 @@ def test_neighbouring_turn_is_regrounded_to_the_event_holding_the_value() -> Non
 
     problems, grounded = validate(record, ground=True)
     assert problems == [] and grounded == 1
-    fixed = Validator(ground=True).validate(json.dumps(record), EVENTS).record
+    fixed = grounded_check(record)[0].record
     assert fixed is not None and fixed.open_questions[0].sources == ["e8"]
 
 
@@ -92,7 +107,7 @@ def test_deadline_the_agent_never_stated_is_named() -> None:
         "Refund for A-1001",
         commitments=[item("Refund for A-1001 issued, within five working days", "e2")],
     )
-    problems = Validator().validate(json.dumps(record), events).problems
+    problems = [str(p) for p in Validator().validate(json.dumps(record), events).problems]
     assert problems == [
         "commitment 1 says 'within five working days', but e2 does not say it; "
         "state only deadlines the agent stated"
@@ -136,8 +151,8 @@ def test_item_restating_a_masked_secret_is_dropped_and_counted() -> None:
         "Verify the caller",
         facts=[item("The user's PIN is ••••.", "e1"), item("The caller was verified", "e3")],
     )
-    result = Validator(ground=True).validate(json.dumps(record), events)
-    assert result.problems == [] and result.withheld_items == 1
+    result, grounded = grounded_check(record, events)
+    assert result.problems == [] and grounded is not None and grounded.withheld_items == 1
     assert result.record is not None and [i.text for i in result.record.facts] == [
         "The caller was verified"
     ]
@@ -153,7 +168,7 @@ def test_a_date_written_with_its_month_name_is_the_same_date() -> None:
     record = handoff("Move JG7FMM", facts=[item("JG7FMM was moved to May 24, 2024", "e2")])
     assert Validator().validate(json.dumps(record), events).problems == []
     record["facts"] = [item("JG7FMM was moved to May 25, 2024", "e2")]
-    problems = Validator().validate(json.dumps(record), events).problems
+    problems = [str(p) for p in Validator().validate(json.dumps(record), events).problems]
     assert problems == [
         "fact 1 cites e2, which does not mention May 25, 2024",
         "dropped entity 2024-05-24",

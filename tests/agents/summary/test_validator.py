@@ -16,7 +16,7 @@ PASSING = refund_record(open_questions=[item("Is order B-2040 affected too?", "e
 
 def check(record: Any, events: list[Event] = EVENTS, *, strict: bool = True) -> list[str]:
     text = record if isinstance(record, str) else json.dumps(record)
-    return Validator(strict=strict).validate(text, events).problems
+    return [str(p) for p in Validator(strict=strict).validate(text, events).problems]
 
 
 def test_validator_passes_the_seed_second_answer() -> None:
@@ -86,14 +86,14 @@ def test_validator_detects_looping_output() -> None:
     )
     result = Validator().validate(loop, EVENTS)
     assert result.looped and not result.passed
-    assert result.problems[0].startswith("output loops")
+    assert result.problems[0].message.startswith("output loops")
 
 
 def test_validator_reports_cut_off_not_malformed() -> None:
     text = json.dumps(PASSING)[:150]
     result = Validator().validate(text, EVENTS)
     assert result.cut_off and not result.malformed
-    assert result.problems[0].startswith("output was cut off after 150 characters")
+    assert result.problems[0].message.startswith("output was cut off after 150 characters")
     seed = Validator(strict=False).validate(text, EVENTS)
     assert seed.malformed and not seed.cut_off
 

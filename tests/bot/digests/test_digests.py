@@ -73,6 +73,7 @@ def job(db: Database, client: AsyncWebClient, clock: Clock, model: Any, **kw: An
         lead_channel=kw.pop("lead_channel", LEAD),
         idle_after=IDLE,
         clock=clock,
+        owner=kw.pop("owner", "digest-test"),
         **kw,
     )
 
