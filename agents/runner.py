@@ -221,6 +221,9 @@ def find_agent_to_run(session: Session, root: BaseAgent) -> BaseAgent:
         if event.author == root.name:
             return root
         agent = root.find_agent(event.author)
+        if agent is None and event.actions.transfer_to_agent:
+            # A hand-off record, authored by no agent, names the agent it hands to.
+            agent = root.find_agent(event.actions.transfer_to_agent)
         if agent is not None and _resumable(agent):
             return agent
     return root

@@ -16,13 +16,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
+from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
 from bot.slack.blocks import Block, digest_message, unavailable_message
+from bot.slack.limits import post_paged
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
-from bot.threads.summaries import Summarizer
+from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
 from storage.digests import DigestRow
 from storage.memory import MemoryKind
@@ -42,7 +45,14 @@ class DigestPoster(PermalinkClient, Protocol):
     `support-bot digest` has a stand-in that only links)."""
 
     async def chat_postMessage(
-        self, *, channel: str, text: str, blocks: list[Block], unfurl_links: bool
+        self,
+        *,
+        channel: str,
+        text: str,
+        blocks: list[Block],
+        unfurl_links: bool,
+        unfurl_media: bool,
+        thread_ts: str | None = None,
     ) -> SlackAnswer: ...
 
 
@@ -50,7 +60,9 @@ def owning_agents(events: Sequence[Event]) -> list[str]:
     """Agents that answered in the thread, in the order they first did."""
     seen: list[str] = []
     for event in events:
-        if event.author in ("user", "compaction") or event.error_code or not event.text:
+        if event.author in ("user", COMPACTION_AUTHOR, HANDOFF_AUTHOR):
+            continue
+        if event.error_code or not event.text:
             continue
         if event.is_final_response() and event.author not in seen:
             seen.append(event.author)
@@ -179,10 +191,9 @@ class DigestJob:
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
             )
-            posted = await self.client.chat_postMessage(
-                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            outcome.slack_ts = await post_paged(
+                self.client, channel=self.lead_channel, text=text, blocks=blocks
             )
-            outcome.slack_ts = str(posted["ts"])
             outcome.outcome = "posted"
             await self.db.digests.set_posted(digest_id, outcome.slack_ts)
             REGISTRY.inc("support_bot_digests_posted_total")
@@ -215,11 +226,11 @@ class DigestJob:
                 cost=stored.cost,
                 attempts=stored.attempts,
             )
-            posted = await self.client.chat_postMessage(
-                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            posted = await post_paged(
+                self.client, channel=self.lead_channel, text=text, blocks=blocks
             )
-            await self.db.digests.set_posted(stored.id, str(posted["ts"]))
-            outcome.slack_ts, outcome.outcome = str(posted["ts"]), "posted"
+            await self.db.digests.set_posted(stored.id, posted)
+            outcome.slack_ts, outcome.outcome = posted, "posted"
             REGISTRY.inc("support_bot_digests_posted_total")
         await self.db.threads.release(
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
@@ -236,11 +247,10 @@ class DigestJob:
         )
         if self.lead_channel:
             links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            text, blocks = unavailable_message(links, problems)
-            posted = await self.client.chat_postMessage(
-                channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
+            text, blocks = unavailable_message(links, public_problems(tuple(problems)))
+            outcome.slack_ts = await post_paged(
+                self.client, channel=self.lead_channel, text=text, blocks=blocks
             )
-            outcome.slack_ts = str(posted["ts"])
         # Progress is recorded so a failing thread isn't re-summarised every scan; new
         # activity makes it eligible again.
         await self.db.threads.release(thread.key, owner=self.owner, digested_seq=last_seq)

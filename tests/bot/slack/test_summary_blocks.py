@@ -56,7 +56,9 @@ def test_digest_message_names_owners_cost_and_previous_digest() -> None:
         attempts=2,
         previous_link="https://x.slack.com/archives/C9/p22",
     )
-    assert text.startswith("Updated handoff digest for https://x.slack.com/archives/C1/p11")
+    # The fallback (the notification) names the digest and goal; the blocks carry the link.
+    assert text.startswith("Updated handoff digest: ")
+    assert "https://x.slack.com/archives/C1/p11" in blocks[0]["text"]["text"]
     assert "earlier digest" in blocks[0]["text"]["text"]
     assert blocks[-1]["elements"][0]["text"] == (
         "Owned by `billing_agent` · summary cost $0.0123 · 2 attempt(s), validated"
@@ -67,5 +69,5 @@ def test_unavailable_message_lists_problems_never_text() -> None:
     problems = [f"problem <{i}>" for i in range(12)]
     text, blocks = unavailable_message(LINKS, problems)
     body = blocks[0]["text"]["text"]
-    assert text == "Summary unavailable for https://x.slack.com/archives/C1/p11"
+    assert text == "Summary unavailable for a thread in <#C1>"
     assert "• problem &lt;0&gt;" in body and "…and 2 more" in body

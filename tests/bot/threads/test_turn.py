@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from agents.handoff import HANDOFF_AUTHOR
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, transfer
-from agents.runner import Runner
+from agents.runner import Runner, find_agent_to_run
 from bot.slack.message_ts import SlackTsPlugin, message_ts
 from bot.threads.handoff import hand_to_agent, handoff_agents
 from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
@@ -101,7 +102,8 @@ async def test_hand_to_agent_starts_a_session_that_routes_to_the_agent(db: Datab
         db, KEY, None, new_session_id="s1", app_name="support", user_id="U1"
     )
     old = await db.sessions.ensure_of_thread(record)
-    assert handoff_agents(support_tree(ScriptedModel())) == ["support_supervisor", "billing_agent"]
+    root = support_tree(ScriptedModel())
+    assert handoff_agents(root) == ["support_supervisor", "billing_agent"]
 
     new_id = await hand_to_agent(db, record, old, "billing_agent", "Goal: a refund.")
 
@@ -114,4 +116,6 @@ async def test_hand_to_agent_starts_a_session_that_routes_to_the_agent(db: Datab
     )
     fresh = await db.sessions.of_thread(moved)
     assert fresh is not None
-    assert [(e.author, e.text) for e in fresh.events] == [("billing_agent", "Goal: a refund.")]
+    # The record is authored `handoff`, never by the target; its transfer routes to it.
+    assert [(e.author, e.text) for e in fresh.events] == [(HANDOFF_AUTHOR, "Goal: a refund.")]
+    assert find_agent_to_run(fresh, root).name == "billing_agent"
