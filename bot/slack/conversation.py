@@ -35,6 +35,7 @@ from bot.slack.blocks import (
     transfer_line,
 )
 from bot.slack.limits import NO_UNFURL, SECTION_TEXT
+from bot.slack.message_ts import turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
@@ -119,8 +120,7 @@ class SlackReplier:
                 session_id=record.session_id,
                 text=msg.text,
                 invocation_id=invocation_id,
-                message_ts=msg.ts,
-                reply_ts=placeholder_ts,
+                metadata=turn_metadata(msg.ts, placeholder_ts),
             )
         except asyncio.CancelledError:
             await asyncio.shield(

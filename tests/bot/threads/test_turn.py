@@ -11,7 +11,7 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, transfer
 from agents.runner import Runner, find_agent_to_run
-from bot.slack.message_ts import SlackTsPlugin, message_ts
+from bot.slack.message_ts import SlackTsPlugin, message_ts, turn_metadata
 from bot.threads.handoff import hand_to_agent, handoff_agents
 from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
 from storage import Database
@@ -65,8 +65,7 @@ async def test_run_turn_collects_reply_and_transfer_path(db: Database) -> None:
         session_id=record.session_id,
         text="I was charged twice",
         invocation_id="inv1",
-        message_ts="1700000000.000100",
-        reply_ts="1700000000.000200",
+        metadata=turn_metadata("1700000000.000100", "1700000000.000200"),
     )
 
     assert outcome.answered
