@@ -20,7 +20,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from agents.session import Session
+from agents.sessions.session import Session
 from bot.slack.blocks import UNAVAILABLE
 from bot.slack.command_args import ThreadRef
 from bot.slack.limits import post_paged, reply_paged

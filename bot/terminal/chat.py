@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from agents.runner import Runner
-from agents.session import Session
+from agents.sessions.session import Session
 from bot.config import Settings
 from bot.slack.blocks import transfer_line
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from agents.session import Session
+from agents.sessions.session import Session
 from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
