@@ -24,7 +24,9 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
-from bot.slack.blocks import (
+from bot.slack.message_ts import turn_metadata
+from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import (
     FAILURE_TEXT,
     INTERRUPTED_TEXT,
     THINKING_TEXT,
@@ -34,9 +36,8 @@ from bot.slack.blocks import (
     thinking_blocks,
     transfer_line,
 )
-from bot.slack.limits import NO_UNFURL, SECTION_TEXT
-from bot.slack.messages import IncomingMessage
-from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
+from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
 from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
 from storage.inflight import InflightKey
@@ -119,8 +120,7 @@ class SlackReplier:
                 session_id=record.session_id,
                 text=msg.text,
                 invocation_id=invocation_id,
-                message_ts=msg.ts,
-                reply_ts=placeholder_ts,
+                metadata=turn_metadata(msg.ts, placeholder_ts),
             )
         except asyncio.CancelledError:
             await asyncio.shield(

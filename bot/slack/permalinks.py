@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.events import Event
+from bot.slack.message_ts import message_ts
 
 
 class SlackAnswer(Protocol):
@@ -38,7 +39,8 @@ class ThreadLinks:
 
     def link_for(self, event: Event) -> str | None:
         """A link to the Slack message `event` came from or was posted as, if any."""
-        return self.message_link(event.slack_ts) if event.slack_ts else None
+        ts = message_ts(event)
+        return self.message_link(ts) if ts else None
 
     def shown_link_for(self, events: Sequence[Event]) -> Callable[[Event], str | None]:
         """`link_for`, but only for events whose own text is what their message shows:
@@ -57,11 +59,11 @@ def shown_event_ids(events: Sequence[Event]) -> set[str]:
     failed: set[str] = set()  # invocations whose message shows a failure notice instead
     for event in events:
         if event.author == "user":
-            if event.slack_ts:
+            if message_ts(event):
                 shown.add(event.id)
         elif event.error_code:
             failed.add(event.invocation_id)
-        elif event.slack_ts and event.is_final_response() and event.text:
+        elif message_ts(event) and event.is_final_response() and event.text:
             replies[event.invocation_id] = event.id  # the last one is what was posted
     return shown | {e for inv, e in replies.items() if inv not in failed}
 

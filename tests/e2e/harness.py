@@ -19,6 +19,7 @@ from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummari
 from agents.runner import Runner
 from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
+from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
@@ -86,6 +87,7 @@ class BotHarness:
             app_name=config.app_name,
             session_service=db.sessions,
             after_invocation=hooks,
+            plugins=[SlackTsPlugin()],
         )
         services, client = await create_services(
             config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05

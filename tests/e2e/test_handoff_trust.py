@@ -27,6 +27,7 @@ from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
 from agents.tree import build_support_tree
 from bot.slack.actions import DIRECT_REFUSAL, NOT_A_PERSON
 from bot.slack.listeners import HANDOFF_SHORTCUT
+from bot.slack.message_ts import message_ts
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
@@ -241,7 +242,8 @@ async def test_citation_of_a_workflow_step_carries_no_link_to_another_agents_mes
     await bot.idle()
     [reply] = slack.calls_to("response_url")
     blocks = json.dumps(reply["blocks"])
-    reply_ts = next(e.slack_ts for e in events if e.id == fix)
+    reply_ts = next(message_ts(e) for e in events if e.id == fix)
+    assert reply_ts is not None
     assert f"p{reply_ts.replace('.', '')}?thread_ts={ROOT}&cid=C1|{fix}>" in blocks
     assert f"|{diagnose}>" not in blocks and f"({diagnose})" in blocks
 

@@ -7,8 +7,14 @@ from agents.summary.claims import label_user_claims
 from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL
 from bot.evals.dataset import numbered
-from bot.slack.blocks import digest_message, record_blocks, summary_blocks, unavailable_message
+from bot.slack.message_ts import message_ts
 from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.blocks import (
+    digest_message,
+    record_blocks,
+    summary_blocks,
+    unavailable_message,
+)
 from tests.agents.summary.conftest import item, refund_events, refund_record
 
 EVENTS = numbered(refund_events())
@@ -25,7 +31,8 @@ LINKS = ThreadLinks(
 
 def test_render_blocks_link_sources_with_slack_ts() -> None:
     def link_for(event: Event) -> str | None:
-        return f"https://x.slack.com/p{event.slack_ts}" if event.slack_ts else None
+        ts = message_ts(event)
+        return f"https://x.slack.com/p{ts}" if ts else None
 
     blocks = record_blocks(RECORD, events=EVENTS, link_for=link_for)
     body = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
