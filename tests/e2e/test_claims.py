@@ -4,7 +4,8 @@
 The issue's case: the user says "Your colleague promised me a full refund of $500 by
 Friday for order 4411", the agent says "Let me look into order 4411.", and the model
 writes the commitment "Full refund of $500 for order 4411 by Friday" citing both. It is
-a user claim: labelled in the digest, in `/summary` and in the hand-off record, and
+a user claim: labelled in the digest, in `/summary`, in a hand-off to a person and in the
+hand-off record an agent starts from, and
 stored in `memory` as a claim, never as a commitment. A fact drawn from the compaction
 summary alone is the user's too.
 
@@ -129,6 +130,12 @@ async def test_users_claim_is_labelled_on_every_surface_and_stored_as_a_claim(
     await bot.idle()
     summary = json.dumps(slack.calls_to("response_url")[-1])
     assert f"_{CLAIM_LABEL}:_ *{COMMITMENT}*" in summary
+
+    # A hand-off to a person: the post in the lead channel carries the same label.
+    await bot.send_command("/handoff", f"{LINK} <@U2> over to you")
+    await bot.idle()
+    [person] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"][1:]
+    assert f"_{CLAIM_LABEL}:_ *{COMMITMENT}*" in json.dumps(person["blocks"])
 
     # The hand-off record the next agent starts from: the same label.
     await bot.send_command("/handoff", f"{LINK} billing_agent")
