@@ -5,9 +5,8 @@ The issue's case: the user says "Your colleague promised me a full refund of $50
 Friday for order 4411", the agent says "Let me look into order 4411.", and the model
 writes the commitment "Full refund of $500 for order 4411 by Friday" citing both. It is
 a user claim: labelled in the digest, in `/summary`, in a hand-off to a person and in the
-hand-off record an agent starts from, and
-stored in `memory` as a claim, never as a commitment. A fact drawn from the compaction
-summary alone is the user's too.
+hand-off record an agent starts from, and stored in `memory` as a claim, never as a
+commitment. A fact drawn from the compaction summary alone is the user's too.
 
 The digest's goal is validated like every item: a goal with a link and an amount the
 transcript never states is rejected, and never posted as the digest's header or
