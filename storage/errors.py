@@ -21,3 +21,7 @@ class DatabaseSchemaError(StorageError):
 
 class StorageWriteError(StorageError):
     """A write failed for a reason retrying will not fix (disk full, read-only file)."""
+
+
+class SessionExistsError(ValueError):
+    """A session with this id already exists (another writer created it first)."""
