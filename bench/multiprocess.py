@@ -179,13 +179,21 @@ async def until(check: Callable[[], bool], *, within: float) -> bool:
             return True
         if time.monotonic() > deadline:
             return False
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
+
+
+def channel(n: int) -> str:
+    """Thread `n`'s DM channel: one per user, so reading a thread stays cheap."""
+    return f"D{n:05d}"
 
 
 def answers(slack: FakeSlackApi, root: str) -> list[dict[str, Any]]:
-    """The bot's finished messages in a thread, oldest first."""
+    """The bot's finished messages in a thread (`root` is "channel/ts"), oldest first."""
+    dm_channel, ts = root.split("/")
     return [
-        m for m in slack.thread("D1", root) if m.get("bot_id") and m.get("text") != THINKING_TEXT
+        m
+        for m in slack.thread(dm_channel, ts)
+        if m.get("bot_id") and m.get("text") != THINKING_TEXT
     ]
 
 
@@ -193,13 +201,15 @@ async def user_thread(
     slack: FakeSlackApi, sender: Sender, n: int, messages: int, progress: list[int]
 ) -> str:
     """One user: `messages` messages in one DM thread, each after the previous answer."""
-    root = ""
+    root, first, where = "", "", channel(n)
     for i in range(messages):
         ts = slack.next_ts()
-        root = root or ts
+        first = first or ts
+        root = f"{where}/{first}"
         text = f"thread {n} message {i}"
-        slack.add_message("D1", ts=ts, text=text, user="U1", thread_ts=None if i == 0 else root)
-        event = dm(text, ts=ts, thread_ts=None if i == 0 else root)
+        thread_ts = None if i == 0 else first
+        slack.add_message(where, ts=ts, text=text, user=f"U{n}", thread_ts=thread_ts)
+        event = dm(text, ts=ts, user=f"U{n}", channel=where, thread_ts=thread_ts)
         await sender.event(event, event_id=f"Ev{n}x{i}")
         if (n + i) % 4 == 0:
             await sender.event(event, event_id=f"Ev{n}x{i}", retry_num=1)
@@ -233,7 +243,8 @@ def digests_per_thread(slack: FakeSlackApi, roots: list[str]) -> dict[int, int]:
     posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
     counts: dict[int, int] = {}
     for root in roots:
-        link = f"/archives/D1/p{root.replace('.', '')}"
+        dm_channel, ts = root.split("/")
+        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
         n = sum(1 for post in posts if link in post)
         counts[n] = counts.get(n, 0) + 1
     return counts
