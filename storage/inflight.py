@@ -217,11 +217,13 @@ class InflightStore:
             guards.append(owner_is_dead(inflight.c.owner, now=now, dead_after=dead_after))
         return await self._update(record.key, {"owner": owner}, *guards)
 
-    async def earlier_in_thread(self, key: InflightKey, thread_ts: str) -> bool:
-        """Whether an earlier message of the same thread is still unanswered, by any
-        process: a later one waits for it, so replies keep the thread's order."""
+    async def earlier_in_thread(self, key: InflightKey, thread_ts: str, *, owner: str) -> bool:
+        """Whether an earlier message of the same thread is still unanswered by a process
+        other than `owner`: a later one waits for it, so replies keep the thread's order.
+        (`owner`'s own earlier messages are ordered by its thread worker already.)"""
         query = sa.select(
             sa.exists().where(
+                inflight.c.owner != owner,
                 inflight.c.team_id == key.team_id,
                 inflight.c.channel_id == key.channel_id,
                 inflight.c.thread_ts == thread_ts,

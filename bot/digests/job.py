@@ -6,9 +6,8 @@ works and re-checks it between steps and just before posting, so a slow summary 
 lets a peer take the thread from a live process; a lease whose process stopped beating
 (or expired) is taken over and the thread picked up again. A digest is stored once per
 `(session, last event)`: a process that finds it stored only posts it if nobody did.
-Only a validated record is ever posted; otherwise
-the support-lead channel gets a short "summary unavailable" notice and the thread is
-flagged for a person.
+Only a validated record is ever posted; otherwise the support-lead channel gets a short
+"summary unavailable" notice and the thread is flagged for a person.
 """
 
 from __future__ import annotations
@@ -208,7 +207,6 @@ class DigestJob:
             created_at=self.clock(),
             last_seq=last_seq,
         )
-
         remembered: tuple[tuple[MemoryKind, list[Item]], ...] = (
             ("fact", record.facts),
             ("commitment", record.commitments),

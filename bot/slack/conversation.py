@@ -100,9 +100,11 @@ class SlackReplier:
             await self.fail(key, tracked, None, "bot_error", FAILURE_TEXT)
 
     async def _after_earlier(self, tracked: InflightKey, thread_ts: str) -> None:
-        """Wait (bounded) while an earlier message of the thread is still unanswered."""
+        """Wait (bounded) while another process still has an earlier message of the
+        thread unanswered."""
         deadline = time.monotonic() + self.s.settings.thread_order_wait_seconds
-        while await self.s.db.inflight.earlier_in_thread(tracked, thread_ts):
+        inflight, owner = self.s.db.inflight, self.s.owner
+        while await inflight.earlier_in_thread(tracked, thread_ts, owner=owner):
             if time.monotonic() >= deadline:
                 log.warning("answering ahead of an earlier unanswered message")
                 return
