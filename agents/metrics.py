@@ -105,7 +105,6 @@ _RUNTIME_METRICS: tuple[tuple[str, Kind, str], ...] = (
     ("support_bot_compaction_failures_total", "counter", "Compactions that failed"),
     ("support_bot_summaries_total", "counter", "Summaries, by outcome"),
     ("support_bot_digests_posted_total", "counter", "Digests posted to the lead channel"),
-    ("support_bot_duplicate_deliveries_total", "counter", "Slack deliveries dropped as dupes"),
 )
 for _name, _kind, _help in _RUNTIME_METRICS:
     REGISTRY.describe(_name, _kind, _help)

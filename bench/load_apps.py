@@ -36,6 +36,7 @@ from agents.runner import Runner
 from agents.summary import SummaryService
 from bot.config import Settings, secret
 from bot.slack.app import build_bolt_app, build_web_app, create_services
+from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import run_web, start_jobs
 from storage.database import Database
 
@@ -56,7 +57,12 @@ class SleepyModel:
 async def bot(settings: Settings) -> None:
     db = await Database.open(settings.database_url)
     agent = LlmAgent(name="support_supervisor", model=SleepyModel(float(os.environ["MODEL_DELAY"])))
-    runner = Runner(agent=agent, app_name=settings.app_name, session_service=db.sessions)
+    runner = Runner(
+        agent=agent,
+        app_name=settings.app_name,
+        session_service=db.sessions,
+        plugins=[SlackTsPlugin()],
+    )
     services, slack = await create_services(settings, db=db, runner=runner, summarizer=object())
 
     async def close() -> None:
@@ -79,7 +85,12 @@ def bench_record(request: LlmRequest) -> str:
 async def multi(settings: Settings) -> None:
     db = await Database.open(settings.database_url)
     agent = LlmAgent(name="support_supervisor", model=SleepyModel(float(os.environ["MODEL_DELAY"])))
-    runner = Runner(agent=agent, app_name=settings.app_name, session_service=db.sessions)
+    runner = Runner(
+        agent=agent,
+        app_name=settings.app_name,
+        session_service=db.sessions,
+        plugins=[SlackTsPlugin()],
+    )
     summarizer = SummaryService(ScriptedModel([bench_record] * 100_000))
     services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
     scheduler = start_jobs(services)

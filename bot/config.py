@@ -80,7 +80,7 @@ class Settings(BaseSettings):
         default=8,
         description="Web API retries per call (429, 5xx, connection errors): ~90 s of patience.",
     )
-    max_message_chars: int = 3500
+    max_message_chars: int = 3000
     log_level: str = "INFO"
     heartbeat_seconds: float = Field(
         default=5.0,

@@ -33,6 +33,7 @@ from agents.runner import Runner
 from agents.tree import build_support_tree
 from bot.config import Settings, secret
 from bot.digests.job import DigestJob, DigestPoster
+from bot.slack.message_ts import SlackTsPlugin
 from bot.threads.summaries import Summarizer
 from storage.database import Database
 
@@ -185,6 +186,7 @@ def build_runner(settings: Settings, db: Database, models: Models | None = None)
         session_service=db.sessions,
         model_factory=models.factory,
         after_invocation=[compactor],
+        plugins=[SlackTsPlugin()],
     )
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from storage.deliveries import DeliveryStore
 from storage.digests import DigestStore
-from storage.engine import SqlGate, create_engine, display_url, normalize_url
+from storage.engine import SqlGate, create_engine, display_url, first_line, normalize_url
 from storage.errors import (
     DatabaseOutdatedError,
     DatabaseSchemaError,
@@ -85,7 +85,7 @@ class Database:
             async with self.engine.connect() as conn:
                 await conn.execute(sa.text("SELECT 1"))
         except (SQLAlchemyError, OSError) as exc:
-            log.warning("database healthcheck failed: %s", _first_line(exc))
+            log.warning("database healthcheck failed: %s", first_line(exc))
             return False
         return True
 
@@ -141,12 +141,6 @@ class Database:
         await self.close()
 
 
-def _first_line(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    text = str(orig if orig is not None else exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 async def _check_reachable(engine: AsyncEngine, url: URL) -> None:
     try:
         async with engine.connect() as conn:
@@ -154,7 +148,7 @@ async def _check_reachable(engine: AsyncEngine, url: URL) -> None:
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         # One line, no chained traceback: this is an operator's configuration problem.
         raise DatabaseUnavailableError(
-            f"cannot open database {display_url(url)}: {_first_line(exc)}"
+            f"cannot open database {display_url(url)}: {first_line(exc)}"
         ) from None
 
 

@@ -55,8 +55,9 @@ events = sa.Table(
     sa.Column("invocation_id", sa.String(64), nullable=False),
     sa.Column("author", sa.String(128), nullable=False),
     sa.Column("timestamp", sa.Float, nullable=False),
-    sa.Column("slack_ts", sa.String(32), nullable=True),
     sa.Column("data", sa.Text, nullable=False),
+    # The event's `custom_metadata` (also in `data`), here to be queried; NULL when empty.
+    sa.Column("custom_metadata", sa.JSON, nullable=True),
     sa.UniqueConstraint("session_pk", "seq"),
 )
 

@@ -189,8 +189,8 @@ class SqlSessionService:
                     invocation_id=stored.invocation_id,
                     author=stored.author,
                     timestamp=stored.timestamp,
-                    slack_ts=stored.slack_ts,
                     data=stored.model_dump_json(),
+                    custom_metadata=dict(stored.custom_metadata) or None,
                 )
             )
             changes: dict[str, Any] = {"last_seq": seq, "updated_at": stored.timestamp}

@@ -53,13 +53,13 @@ def group_values(
 
     Greedy set cover: repeatedly take the message that mentions the most values still
     uncovered (earlier messages win ties); tool calls and results only cover values no
-    message mentions, because small models skip lines about payloads and a message has a
-    Slack message to link to. A value no event mentions (it cannot happen for values
+    message mentions, because small models skip lines about payloads and a message is
+    something a transport can link to. A value no event mentions (it cannot happen for values
     extracted from these events) is left out rather than given a false source.
     """
     content = {event.id: event_content(event) for event in events}
     order = {event.id: index for index, event in enumerate(events)}
-    # A message reads better than a tool payload and has a Slack message to link to.
+    # A message reads better than a tool payload and is something a transport can link to.
     tool = {e.id for e in events if e.function_calls or e.function_responses}
     skip = {v.casefold() for v in exclude or set()}
     mentioned_in: dict[str, set[str]] = {}

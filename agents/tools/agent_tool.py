@@ -79,6 +79,8 @@ class AgentTool(BaseTool):
             default_model=caller.default_model,
             model_factory=caller.model_factory,
             temp_state={k: v for k, v in state.items() if k.startswith(TEMP_PREFIX)},
+            plugins=caller.plugins,
+            custom_metadata=caller.custom_metadata,
         )
         final: Event | None = None
         try:

@@ -19,13 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
+from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
 from bot.slack.blocks import Block, digest_message, unavailable_message
+from bot.slack.limits import post_paged
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
-from bot.threads.summaries import Summarizer
+from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
 from storage.digests import DigestRow
 from storage.memory import MemoryKind
@@ -45,7 +48,14 @@ class DigestPoster(PermalinkClient, Protocol):
     `support-bot digest` has a stand-in that only links)."""
 
     async def chat_postMessage(
-        self, *, channel: str, text: str, blocks: list[Block], unfurl_links: bool
+        self,
+        *,
+        channel: str,
+        text: str,
+        blocks: list[Block],
+        unfurl_links: bool,
+        unfurl_media: bool,
+        thread_ts: str | None = None,
     ) -> SlackAnswer: ...
 
 
@@ -53,7 +63,9 @@ def owning_agents(events: Sequence[Event]) -> list[str]:
     """Agents that answered in the thread, in the order they first did."""
     seen: list[str] = []
     for event in events:
-        if event.author in ("user", "compaction") or event.error_code or not event.text:
+        if event.author in ("user", COMPACTION_AUTHOR, HANDOFF_AUTHOR):
+            continue
+        if event.error_code or not event.text:
             continue
         if event.is_final_response() and event.author not in seen:
             seen.append(event.author)
@@ -168,13 +180,12 @@ class DigestJob:
             except Exception:
                 logger.warning("digest lease renewal failed", exc_info=True)
 
-    async def _post(self, thread: ThreadRecord, text: str, blocks: list[Block]) -> SlackAnswer:
-        """Post to the lead channel, after re-checking the lease right before."""
+    async def _post(self, thread: ThreadRecord, text: str, blocks: list[Block]) -> str:
+        """Post to the lead channel (paged within Slack's limits), after re-checking the
+        lease right before; the first message's ts."""
         assert self.lead_channel is not None
         await self._renew(thread)
-        return await self.client.chat_postMessage(
-            channel=self.lead_channel, text=text, blocks=blocks, unfurl_links=False
-        )
+        return await post_paged(self.client, channel=self.lead_channel, text=text, blocks=blocks)
 
     async def _digest(self, thread: ThreadRecord) -> DigestOutcome:
         session = await self.db.sessions.of_thread(thread)
@@ -234,8 +245,7 @@ class DigestJob:
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
             )
-            posted = await self._post(thread, text, blocks)
-            outcome.slack_ts = str(posted["ts"])
+            outcome.slack_ts = await self._post(thread, text, blocks)
             outcome.outcome = "posted"
             await self.db.digests.set_posted(digest_id, outcome.slack_ts)
             REGISTRY.inc("support_bot_digests_posted_total")
@@ -269,8 +279,8 @@ class DigestJob:
                 attempts=stored.attempts,
             )
             posted = await self._post(thread, text, blocks)
-            await self.db.digests.set_posted(stored.id, str(posted["ts"]))
-            outcome.slack_ts, outcome.outcome = str(posted["ts"]), "posted"
+            await self.db.digests.set_posted(stored.id, posted)
+            outcome.slack_ts, outcome.outcome = posted, "posted"
             REGISTRY.inc("support_bot_digests_posted_total")
         await self.db.threads.release(
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
@@ -287,9 +297,8 @@ class DigestJob:
         )
         if self.lead_channel:
             links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            text, blocks = unavailable_message(links, problems)
-            posted = await self._post(thread, text, blocks)
-            outcome.slack_ts = str(posted["ts"])
+            text, blocks = unavailable_message(links, public_problems(tuple(problems)))
+            outcome.slack_ts = await self._post(thread, text, blocks)
         # Progress is recorded so a failing thread isn't re-summarised every scan; new
         # activity makes it eligible again.
         await self.db.threads.release(thread.key, owner=self.owner, digested_seq=last_seq)

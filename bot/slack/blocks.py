@@ -12,14 +12,20 @@ from typing import Any
 from agents.events import Event
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.render import CLAIM_LABEL, ORDER
+from bot.slack.limits import sections
 from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
 
 Block = dict[str, Any]
 LinkFor = Callable[[Event], "str | None"]
-SECTION_CHARS = 3000  # Slack caps a section's text at 3,000 characters
+UNAVAILABLE = "Summary unavailable"
+PROBLEM_CHARS = 300
+LISTED_PROBLEMS = 10
 
 THINKING_TEXT = "_Thinking…_"
+# A hand-off note; its post is split into sections, so any length within Slack's own
+# input limit fits.
+NOTE_MAX_CHARS = 3000
 FAILURE_TEXT = (
     "Sorry, I couldn't answer this one. Your message is saved and a person from the "
     "support team will follow up here."
@@ -84,7 +90,12 @@ def handoff_modal(*, private_metadata: str, agents: Sequence[str]) -> dict[str, 
         "block_id": "note",
         "optional": True,
         "label": {"type": "plain_text", "text": "Note"},
-        "element": {"type": "plain_text_input", "action_id": "value", "multiline": True},
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": True,
+            "max_length": NOTE_MAX_CHARS,
+        },
     }
     blocks = [person, agent, note] if agent_options else [person, note]
     return {
@@ -98,18 +109,30 @@ def handoff_modal(*, private_metadata: str, agents: Sequence[str]) -> dict[str, 
     }
 
 
+def refusal_modal(text: str) -> dict[str, Any]:
+    """A modal that only says why nothing can be done (no agent names, no thread)."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Hand off thread"},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": notice_blocks(escape(text)),
+    }
+
+
 def home_view() -> dict[str, Any]:
     """App Home: what the bot does and how to use it."""
     text = (
         "*Support bot*\nMention me in a channel to start a conversation in that thread, "
-        "or send me a DM. Use `/summary <thread link>` or `/handoff <thread link> "
-        "<@person | agent> [note]`, or the message shortcuts, to summarise or hand off."
+        "or send me a DM. Use `/summary &lt;thread link&gt;` or `/handoff &lt;thread link&gt; "
+        "&lt;@person | agent&gt; [note]`, or the message shortcuts, to summarise or hand off."
     )
     return {"type": "home", "blocks": notice_blocks(text)}
 
 
 def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}}
+    # Never cut here: whoever posts splits an oversize section on line boundaries
+    # (`bot.slack.limits`).
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 def _context(text: str) -> Block:
@@ -167,7 +190,7 @@ def summary_blocks(
     blocks = record_blocks(
         record,
         events=events,
-        link_for=links.link_for if links is not None else None,
+        link_for=links.shown_link_for(events) if links is not None else None,
         title="Thread summary",
     )
     if links is not None:
@@ -176,8 +199,19 @@ def summary_blocks(
 
 
 def no_summary_blocks(text: str) -> list[Block]:
-    """The notice that no summary passed validation (`text` says why)."""
-    return [_section(text[:2900])]
+    """The notice that no summary passed validation (`text` says why), split, never cut."""
+    return sections(text)
+
+
+def problem_list(problems: Sequence[str]) -> str:
+    """The first problems as escaped bullets, each shortened visibly, and how many more."""
+    lines = []
+    for problem in problems[:LISTED_PROBLEMS]:
+        shown = problem if len(problem) <= PROBLEM_CHARS else problem[: PROBLEM_CHARS - 1] + "…"
+        lines.append(f"• {escape(shown)}")
+    if len(problems) > LISTED_PROBLEMS:
+        lines.append(f"…and {len(problems) - LISTED_PROBLEMS} more")
+    return "\n".join(lines)
 
 
 def digest_message(
@@ -192,25 +226,25 @@ def digest_message(
 ) -> tuple[str, list[Block]]:
     """The digest: a header linking the thread, the record, owners and cost."""
     title = "Updated handoff digest" if previous_link else "Handoff digest"
-    intro = f"*<{links.thread_link}|{title}: thread in <#{links.channel}>>*"
+    # The channel mention stays outside the link: inside, its `>` would end the link.
+    intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
     if previous_link:
         intro += f"\nThis updates the <{previous_link}|earlier digest> of this thread."
     blocks: list[Block] = [_section(intro)]
-    blocks += record_blocks(record, events=events, link_for=links.link_for, title=title)[1:]
+    link_for = links.shown_link_for(events)
+    blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
     agents = ", ".join(f"`{a}`" for a in owners) or "none"
     blocks.append(
         _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
     )
-    fallback = f"{title} for {links.thread_link}: {escape(record.goal)}"
+    fallback = f"{title}: {escape(record.goal)}"
     return fallback, blocks
 
 
 def unavailable_message(links: ThreadLinks, problems: Sequence[str]) -> tuple[str, list[Block]]:
     """The notice when no summary passed validation: the link, and why, never the text."""
-    listed = "\n".join(f"• {escape(p)[:300]}" for p in problems[:10])
-    more = f"\n…and {len(problems) - 10} more" if len(problems) > 10 else ""
     text = (
-        f"*Summary unavailable* for <{links.thread_link}|this thread in <#{links.channel}>>. "
-        f"It is flagged for a person. The summary failed validation:\n{listed}{more}"
+        f"*{UNAVAILABLE}* for <{links.thread_link}|this thread> in <#{links.channel}>. "
+        f"It is flagged for a person. The summary failed validation:\n{problem_list(problems)}"
     )
-    return f"Summary unavailable for {links.thread_link}", [_section(text)]
+    return f"{UNAVAILABLE} for a thread in <#{links.channel}>", sections(text)

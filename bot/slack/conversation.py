@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
+from agents.runner import find_agent_to_run
 from bot.slack.blocks import (
     FAILURE_TEXT,
     INTERRUPTED_TEXT,
@@ -33,6 +34,8 @@ from bot.slack.blocks import (
     thinking_blocks,
     transfer_line,
 )
+from bot.slack.limits import NO_UNFURL, SECTION_TEXT
+from bot.slack.message_ts import turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
@@ -145,7 +148,7 @@ class SlackReplier:
             log.warning("message taken over by a peer", extra=_thread(key))
             return
         try:
-            placeholder_ts = await self._post_placeholder(key)
+            placeholder_ts = await self._post_placeholder(key, record)
             if placeholder_ts is not None:
                 await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
             outcome = await run_turn(
@@ -154,8 +157,7 @@ class SlackReplier:
                 session_id=record.session_id,
                 text=msg.text,
                 invocation_id=invocation_id,
-                message_ts=msg.ts,
-                reply_ts=placeholder_ts,
+                metadata=turn_metadata(msg.ts, placeholder_ts),
             )
         except asyncio.CancelledError:
             await asyncio.shield(
@@ -185,15 +187,18 @@ class SlackReplier:
         await self.s.db.inflight.finish(tracked, owner=self.s.owner)
         await self.s.db.threads.touch(key, now=time.time(), owner_agent=outcome.reply.author)
 
-    async def _post_placeholder(self, key: ThreadKey) -> str | None:
+    async def _post_placeholder(self, key: ThreadKey, record: ThreadRecord) -> str | None:
         """The "thinking" message, or None when Slack will not take it right now (the
         reply is then posted as a new message instead of replacing it)."""
         try:
+            identity = await self._expected_identity(record)
             resp = await self.s.client.chat_postMessage(
                 channel=key.channel_id,
                 thread_ts=key.thread_ts,
                 text=THINKING_TEXT,
                 blocks=thinking_blocks(),
+                **identity,
+                **NO_UNFURL,
             )
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning("placeholder not posted: %s", type(exc).__name__)
@@ -203,11 +208,29 @@ class SlackReplier:
     def _identity(self, agent: str) -> dict[str, Any]:
         return {"username": agent} if self.s.settings.chat_write_customize else {}
 
+    async def _expected_identity(self, record: ThreadRecord) -> dict[str, Any]:
+        """The placeholder's username: the agent the runner will give this message to.
+
+        chat.update takes no username, so the name a reply shows is the one its
+        placeholder was posted under; a transfer shows in the reply's context line.
+        """
+        if not self.s.settings.chat_write_customize:
+            return {}
+        session = await self.s.db.sessions.of_thread(record, since_compaction=True)
+        root = self.s.runner.agent
+        agent = find_agent_to_run(session, root) if session is not None else root
+        return self._identity(agent.name)
+
     async def _replace_or_post(
-        self, key: ThreadKey, placeholder_ts: str | None, **message: Any
+        self,
+        key: ThreadKey,
+        placeholder_ts: str | None,
+        identity: dict[str, Any] | None = None,
+        **message: Any,
     ) -> None:
         """Turn the placeholder into `message`, or post it when there is none (or the
-        placeholder was deleted meanwhile)."""
+        placeholder was deleted meanwhile); `identity` (a username) only applies to a
+        new post, because chat.update does not take one."""
         client = self.s.client
         if placeholder_ts is not None:
             try:
@@ -216,7 +239,13 @@ class SlackReplier:
             except SlackApiError as exc:
                 if exc.response.get("error") != "message_not_found":
                     raise
-        await client.chat_postMessage(channel=key.channel_id, thread_ts=key.thread_ts, **message)
+        await client.chat_postMessage(
+            channel=key.channel_id,
+            thread_ts=key.thread_ts,
+            **message,
+            **(identity or {}),
+            **NO_UNFURL,
+        )
 
     async def _post_reply(
         self, key: ThreadKey, placeholder_ts: str | None, outcome: TurnOutcome
@@ -224,15 +253,14 @@ class SlackReplier:
         assert outcome.reply is not None
         agent = outcome.reply.author
         transfers = outcome.transfers
-        chunks = split_message(
-            markdown_to_mrkdwn(outcome.reply.text), self.s.settings.max_message_chars
-        )
+        limit = min(self.s.settings.max_message_chars, SECTION_TEXT)
+        chunks = split_message(markdown_to_mrkdwn(outcome.reply.text), limit)
         fallback = f"{agent}: {chunks[0]}"
         if transfers:
             fallback += f" ({transfer_line(transfers)})"
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
         identity = self._identity(agent)
-        await self._replace_or_post(key, placeholder_ts, text=fallback, blocks=first, **identity)
+        await self._replace_or_post(key, placeholder_ts, identity, text=fallback, blocks=first)
         for chunk in chunks[1:]:
             await self.s.client.chat_postMessage(
                 channel=key.channel_id,
@@ -240,6 +268,7 @@ class SlackReplier:
                 text=chunk,
                 blocks=continuation_blocks(chunk),
                 **identity,
+                **NO_UNFURL,
             )
 
     async def fail(

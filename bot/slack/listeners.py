@@ -9,8 +9,8 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.slack.actions import Reply, ThreadActions
-from bot.slack.blocks import handoff_modal, home_view
+from bot.slack.actions import REFUSAL, Reply, ThreadActions
+from bot.slack.blocks import handoff_modal, home_view, refusal_modal
 from bot.slack.command_args import (
     CommandSyntaxError,
     ThreadRef,
@@ -152,10 +152,19 @@ def register(app: AsyncApp, services: BotServices) -> None:
         trigger = shortcut.get("trigger_id")
         if where is None or not isinstance(trigger, str):
             return
-        team, _, ref = where
-        meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
-        view = handoff_modal(private_metadata=json.dumps(meta), agents=actions.handoff_agents())
-        worker.spawn(services.client.views_open(trigger_id=trigger, view=view))
+        team, user, ref = where
+
+        async def open_modal() -> None:
+            # Authorise before showing anything: a refused user never sees agent names.
+            if not await actions.authorised(user, ref.channel):
+                view = refusal_modal(REFUSAL)
+            else:
+                meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
+                agents = actions.handoff_agents()
+                view = handoff_modal(private_metadata=json.dumps(meta), agents=agents)
+            await services.client.views_open(trigger_id=trigger, view=view)
+
+        worker.spawn(open_modal())
 
     app.shortcut(SUMMARY_SHORTCUT)(on_summary_shortcut)
     app.shortcut(HANDOFF_SHORTCUT)(on_handoff_shortcut)

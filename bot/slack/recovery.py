@@ -31,6 +31,7 @@ from agents.events import Event, Part
 from agents.metrics import REGISTRY
 from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.conversation import SlackReplier
+from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.services import BotServices
 from bot.threads.turn import TurnOutcome
@@ -126,7 +127,7 @@ class Resumer:
             return []
         session = await db.sessions.ensure_of_thread(record)
         events: list[Event] = list(session.events)
-        if not any(e.author == "user" and e.slack_ts == row.message_ts for e in events):
+        if not any(e.author == "user" and message_ts(e) == row.message_ts for e in events):
             text = str(row.message.get("text", ""))
             stored = await db.sessions.append_event(
                 session,
@@ -134,7 +135,7 @@ class Resumer:
                     author="user",
                     invocation_id=row.invocation_id or "recovered",
                     parts=(Part(text=text),),
-                    slack_ts=row.message_ts,
+                    custom_metadata={SLACK_TS: row.message_ts},
                 ),
             )
             events.append(stored)

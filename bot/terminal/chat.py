@@ -27,7 +27,7 @@ from agents.runner import Runner
 from agents.session import Session
 from bot.config import Settings
 from bot.slack.blocks import transfer_line
-from bot.threads.handoff import hand_to_agent, handoff_agents
+from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
 from bot.threads.summaries import Summarizer, SummaryView, summarize_session
 from bot.threads.turn import ensure_thread, run_turn
 from storage.database import Database
@@ -43,6 +43,7 @@ MAX_LISTED = 20
 HELP = """\
 /summary           the validated handoff record of this thread
 /handoff <agent>   continue with <agent> in a new session that starts from the record
+                   (or, without a valid record, from the thread's own messages)
 /handoff <person>  hand the thread to a person: mark it handed off, print the record
 /new               start a new thread
 /threads           list your local threads
@@ -149,7 +150,7 @@ class TerminalChat:
             self.say(f"Usage: /handoff <agent|person>. Agents: {', '.join(agents)}.")
             return
         if target not in agents and self.ctx.runner.agent.find_agent(target) is not None:
-            self.say(f"{target} is a workflow step; hand off to one of: {', '.join(agents)}.")
+            self.say(f"{target} can't own a thread; hand off to one of: {', '.join(agents)}.")
             return
         loaded = await self._session()
         if loaded is None:
@@ -158,9 +159,14 @@ class TerminalChat:
         view = await self._summarize(loaded)
         key = self.record.key
         if target in agents:
-            await hand_to_agent(self.ctx.db, self.record, loaded, target, view.plain)
+            # A failed summary hands off the thread's own messages, never an empty start.
+            text = handoff_text(view, loaded, thread_link=None, note="")
+            await hand_to_agent(self.ctx.db, self.record, loaded, target, text)
             self.record = await self.ctx.db.threads.get(key)
             self.say(f"Handed off to {target}, in a new session that starts from:")
+            if not view.ok:
+                self.say(text)
+                return
         else:
             await self.ctx.db.threads.set_status(key, "handed_off")
             self.say(f"Handed off to {target}.")

@@ -9,8 +9,9 @@ terminal chat (`bot.terminal.chat`) all answer a message this way; each then sho
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from agents.events import Event
 from agents.runner import Runner
@@ -95,21 +96,20 @@ async def run_turn(
     session_id: str,
     text: str,
     invocation_id: str | None = None,
-    message_ts: str | None = None,
-    reply_ts: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
 
-    `message_ts` and `reply_ts` are the transport's ids of the user's message and of the
-    message the reply will be posted as, recorded on their events for citations.
+    `metadata` is the transport's data for this invocation (the runner's `custom_metadata`,
+    read by its plugins): Slack passes its message ids, which `SlackTsPlugin` records on the
+    events for citations; the terminal passes nothing.
     """
     outcome = TurnOutcome()
     async for event in runner.run_async(
         user_id=user_id,
         session_id=session_id,
         message=text,
-        slack_ts=message_ts,
-        reply_slack_ts=reply_ts,
+        custom_metadata=dict(metadata or {}),
         invocation_id=invocation_id,
     ):
         outcome.observe(event)

@@ -24,6 +24,7 @@ from bot.config import Settings, secret
 from bot.logging import configure_logging
 from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
+from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import run_web
 from storage.database import Database
 
@@ -48,6 +49,7 @@ async def serve() -> None:
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=model_factory,
+        plugins=[SlackTsPlugin()],
     )
     services, slack = await create_services(
         settings, db=db, runner=runner, summarizer=object(), retry_backoff=0.05

@@ -19,6 +19,7 @@ from agents.summary import SummaryService
 from agents.summary.render import CLAIM_LABEL
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
 from bot.digests.job import DigestJob
+from bot.slack.message_ts import SLACK_TS
 from storage.threads import ThreadKey
 from tests.e2e.harness import open_database
 from tests.fakes.slack_api import FakeSlackApi
@@ -90,7 +91,7 @@ async def test_laundering_injected_instructions_never_become_verified_or_broadca
                 ("billing_agent", f"I see two charges on order 44{n:02d}; a person decides."),
             ):
                 event = Event(author=author, invocation_id=f"i{n}", parts=(Part(text=text),))
-                await db.sessions.append_event(session, event.model_copy(update={"slack_ts": root}))
+                await db.sessions.append_event(session, event.with_metadata(**{SLACK_TS: root}))
             key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=root)
             await db.threads.create(
                 key, session_id=session.id, app_name="support", user_id=f"U{n}", now=1.0

@@ -7,6 +7,7 @@ from agents.summary.record import HandoffRecord, label_user_claims
 from agents.summary.render import CLAIM_LABEL
 from bot.evals.dataset import numbered
 from bot.slack.blocks import digest_message, record_blocks, summary_blocks, unavailable_message
+from bot.slack.message_ts import message_ts
 from bot.slack.permalinks import ThreadLinks
 from tests.agents.summary.conftest import item, refund_events, refund_record
 
@@ -24,7 +25,8 @@ LINKS = ThreadLinks(
 
 def test_render_blocks_link_sources_with_slack_ts() -> None:
     def link_for(event: Event) -> str | None:
-        return f"https://x.slack.com/p{event.slack_ts}" if event.slack_ts else None
+        ts = message_ts(event)
+        return f"https://x.slack.com/p{ts}" if ts else None
 
     blocks = record_blocks(RECORD, events=EVENTS, link_for=link_for)
     body = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
@@ -54,7 +56,9 @@ def test_digest_message_names_owners_cost_and_previous_digest() -> None:
         attempts=2,
         previous_link="https://x.slack.com/archives/C9/p22",
     )
-    assert text.startswith("Updated handoff digest for https://x.slack.com/archives/C1/p11")
+    # The fallback (the notification) names the digest and goal; the blocks carry the link.
+    assert text.startswith("Updated handoff digest: ")
+    assert "https://x.slack.com/archives/C1/p11" in blocks[0]["text"]["text"]
     assert "earlier digest" in blocks[0]["text"]["text"]
     assert blocks[-1]["elements"][0]["text"] == (
         "Owned by `billing_agent` · summary cost $0.0123 · 2 attempt(s), validated"
@@ -65,5 +69,5 @@ def test_unavailable_message_lists_problems_never_text() -> None:
     problems = [f"problem <{i}>" for i in range(12)]
     text, blocks = unavailable_message(LINKS, problems)
     body = blocks[0]["text"]["text"]
-    assert text == "Summary unavailable for https://x.slack.com/archives/C1/p11"
+    assert text == "Summary unavailable for a thread in <#C1>"
     assert "• problem &lt;0&gt;" in body and "…and 2 more" in body

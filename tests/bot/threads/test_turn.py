@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from agents.handoff import HANDOFF_AUTHOR
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, transfer
-from agents.runner import Runner
+from agents.runner import Runner, find_agent_to_run
+from bot.slack.message_ts import SlackTsPlugin, message_ts, turn_metadata
 from bot.threads.handoff import hand_to_agent, handoff_agents
 from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
 from storage import Database
@@ -47,7 +49,12 @@ async def test_ensure_thread_maps_once_and_brings_a_handed_off_thread_back(db: D
 
 async def test_run_turn_collects_reply_and_transfer_path(db: Database) -> None:
     model = ScriptedModel([transfer("billing_agent"), "A refund is on its way."])
-    runner = Runner(agent=support_tree(model), app_name="support", session_service=db.sessions)
+    runner = Runner(
+        agent=support_tree(model),
+        app_name="support",
+        session_service=db.sessions,
+        plugins=[SlackTsPlugin()],
+    )
     record = await ensure_thread(
         db, KEY, None, new_session_id="s1", app_name="support", user_id="U1"
     )
@@ -58,17 +65,16 @@ async def test_run_turn_collects_reply_and_transfer_path(db: Database) -> None:
         session_id=record.session_id,
         text="I was charged twice",
         invocation_id="inv1",
-        message_ts="1700000000.000100",
-        reply_ts="1700000000.000200",
+        metadata=turn_metadata("1700000000.000100", "1700000000.000200"),
     )
 
     assert outcome.answered
     assert outcome.reply is not None and outcome.reply.text == "A refund is on its way."
-    assert outcome.reply.slack_ts == "1700000000.000200"
+    assert message_ts(outcome.reply) == "1700000000.000200"
     assert outcome.path == ["support_supervisor", "billing_agent"] == outcome.transfers
     session = await db.sessions.of_thread(record)
     assert session is not None
-    assert session.events[0].slack_ts == "1700000000.000100"
+    assert message_ts(session.events[0]) == "1700000000.000100"
     # The stored events of the invocation give the same outcome (start-up recovery).
     rebuilt = TurnOutcome.of_invocation(session.events, "inv1")
     assert (rebuilt.reply, rebuilt.path) == (outcome.reply, outcome.path)
@@ -95,7 +101,8 @@ async def test_hand_to_agent_starts_a_session_that_routes_to_the_agent(db: Datab
         db, KEY, None, new_session_id="s1", app_name="support", user_id="U1"
     )
     old = await db.sessions.ensure_of_thread(record)
-    assert handoff_agents(support_tree(ScriptedModel())) == ["support_supervisor", "billing_agent"]
+    root = support_tree(ScriptedModel())
+    assert handoff_agents(root) == ["support_supervisor", "billing_agent"]
 
     new_id = await hand_to_agent(db, record, old, "billing_agent", "Goal: a refund.")
 
@@ -108,4 +115,6 @@ async def test_hand_to_agent_starts_a_session_that_routes_to_the_agent(db: Datab
     )
     fresh = await db.sessions.of_thread(moved)
     assert fresh is not None
-    assert [(e.author, e.text) for e in fresh.events] == [("billing_agent", "Goal: a refund.")]
+    # The record is authored `handoff`, never by the target; its transfer routes to it.
+    assert [(e.author, e.text) for e in fresh.events] == [(HANDOFF_AUTHOR, "Goal: a refund.")]
+    assert find_agent_to_run(fresh, root).name == "billing_agent"

@@ -2,12 +2,13 @@
 
 Every bot process records its identity and the time of its last heartbeat; in-flight
 messages and digest leases whose owner has not beaten for a while are taken over by a
-live process, whatever their age. Digests record the last event they cover (`last_seq`), unique per
-session, so one `(session, last event)` is digested once whichever process gets there.
+live process, whatever their age. Digests record the last event they cover (`last_seq`),
+unique per session, so one `(session, last event)` is digested once whichever process
+gets there.
 
-Revision ID: 0004
-Revises: 0003
-Create Date: 2025-01-04
+Revision ID: 0005
+Revises: 0004
+Create Date: 2025-01-05
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
