@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from agents.events import Event, Usage
 from agents.models.base import Model
-from agents.session import Session
-from agents.session_service import SessionService
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
 from agents.summary.agent import build_summary_agent
 from agents.summary.aids import SmallModelAids
 from agents.summary.call import Ask, ModelCalls

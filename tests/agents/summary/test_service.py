@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session import Session
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.session import Session
 from agents.summary.aids import SmallModelAids
 from agents.summary.metrics import SummaryRun
 from agents.summary.service import NoSummary, Summary, SummaryService
