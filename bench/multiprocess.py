@@ -44,7 +44,7 @@ import aiohttp
 from aiohttp import web
 
 from bench.storage import postgres_database, postgres_server
-from bot.slack.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
+from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
 from storage.database import Database
 from tests.e2e.harness import SIGNING_SECRET, dm
 from tests.fakes.slack_api import FakeSlackApi

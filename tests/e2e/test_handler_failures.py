@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agents.models.scripted import ScriptedModel
-from bot.slack.blocks import FAILURE_TEXT
+from bot.slack.render.blocks import FAILURE_TEXT
 from storage.errors import StorageWriteError
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm

@@ -11,7 +11,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.models.scripted import ScriptedModel
-from agents.session import Session
+from agents.sessions.session import Session
 from agents.summary import SummaryService
 from bot.digests.job import DigestJob
 from storage.database import Database
