@@ -227,7 +227,7 @@ class DigestJob:
                 await self.db.memory.add(
                     user_id=thread.user_id,
                     session_id=session.id,
-                    kind=kind,
+                    kind="claim" if item.user_claim else kind,
                     text=item.text,
                     event_ids=list(item.sources),
                 )

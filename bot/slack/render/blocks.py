@@ -179,7 +179,9 @@ def record_blocks(
         marker = ":handshake: " if section == "commitments" else ""
         blocks.append(_section(f"{marker}*{heading}*\n" + "\n".join(lines)))
     if any(item.user_claim for _, _, item in record.items()):
-        blocks.append(_context(f"_{CLAIM_LABEL}_: supported only by what the user wrote."))
+        blocks.append(
+            _context(f"_{CLAIM_LABEL}_: what the user wrote and no agent or tool stated.")
+        )
     return blocks
 
 

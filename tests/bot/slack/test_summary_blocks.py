@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agents.events import Event
-from agents.summary.record import HandoffRecord, label_user_claims
+from agents.summary.claims import label_user_claims
+from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL
 from bot.evals.dataset import numbered
 from bot.slack.message_ts import message_ts
