@@ -248,4 +248,5 @@ def build_digest_job(
         concurrency=settings.digest_concurrency,
         lease_seconds=settings.digest_lease_seconds,
         owner=process_owner(),
+        dead_after=settings.owner_dead_after_seconds,
     )
