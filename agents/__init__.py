@@ -1,15 +1,18 @@
 """The agent runtime: an ADK-style tree of LLM and workflow agents over a session log.
 
-Independent of Slack and of the database; `storage` implements `SessionService`.
+Independent of any transport and of the database: `storage` implements `SessionService`,
+and callers hook in through callbacks and plugins (`agents.callbacks`).
 """
 
 from agents.base_agent import BaseAgent
+from agents.callbacks import BasePlugin, CallbackContext
 from agents.context import InvocationContext, ReadonlyContext, ToolContext
 from agents.errors import (
     AgentRuntimeError,
     AgentTreeError,
     InstructionTemplateError,
     ModelCallLimitExceeded,
+    SessionStoreError,
 )
 from agents.events import (
     CompactionInfo,
@@ -17,13 +20,14 @@ from agents.events import (
     EventActions,
     FunctionCall,
     FunctionResponse,
+    LoopExit,
     Part,
     Usage,
 )
 from agents.llm_agent import LlmAgent
 from agents.runner import Runner
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
+from agents.sessions.session import Session
 from agents.tools import EXIT_LOOP, AgentTool, FunctionTool, exit_loop
 from agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 
@@ -33,6 +37,8 @@ __all__ = [
     "AgentTool",
     "AgentTreeError",
     "BaseAgent",
+    "BasePlugin",
+    "CallbackContext",
     "CompactionInfo",
     "Event",
     "EventActions",
@@ -44,6 +50,7 @@ __all__ = [
     "InvocationContext",
     "LlmAgent",
     "LoopAgent",
+    "LoopExit",
     "ModelCallLimitExceeded",
     "ParallelAgent",
     "Part",
@@ -52,6 +59,7 @@ __all__ = [
     "SequentialAgent",
     "Session",
     "SessionService",
+    "SessionStoreError",
     "ToolContext",
     "Usage",
     "exit_loop",

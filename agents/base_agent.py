@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 
+from agents.callbacks import AgentCallback, CallbackContext, as_list, first_result
 from agents.context import InvocationContext
 from agents.errors import AgentTreeError
-from agents.events import Event
+from agents.events import Event, Part
 
 
 class BaseAgent:
@@ -23,6 +25,8 @@ class BaseAgent:
         name: str,
         description: str = "",
         sub_agents: Sequence[BaseAgent] = (),
+        before_agent_callback: AgentCallback | Sequence[AgentCallback] | None = None,
+        after_agent_callback: AgentCallback | Sequence[AgentCallback] | None = None,
     ) -> None:
         if not name.isidentifier() or name == "user":
             raise AgentTreeError(f"agent name {name!r} must be an identifier other than 'user'")
@@ -30,6 +34,8 @@ class BaseAgent:
         self.description = description
         self.parent: BaseAgent | None = None
         self.sub_agents: list[BaseAgent] = list(sub_agents)
+        self.before_agent_callback: list[AgentCallback] = as_list(before_agent_callback)
+        self.after_agent_callback: list[AgentCallback] = as_list(after_agent_callback)
         for child in self.sub_agents:
             if child.parent is not None:
                 raise AgentTreeError(
@@ -68,9 +74,40 @@ class BaseAgent:
         return None
 
     async def run_async(self, ctx: InvocationContext) -> AsyncIterator[Event]:
-        """Run this agent within the invocation, yielding the events it produces."""
-        async for event in self._run_impl(ctx.for_agent(self)):
+        """Run this agent within the invocation, yielding the events it produces.
+
+        A before-agent callback (or plugin) that returns text answers in the agent's
+        place; an after-agent one that returns text adds a final answer after it.
+        """
+        ctx = ctx.for_agent(self)
+        hooked = bool(ctx.plugins or self.before_agent_callback or self.after_agent_callback)
+        if hooked:
+            text = await first_result(
+                [partial(p.before_agent, self) for p in ctx.plugins],
+                self.before_agent_callback,
+                CallbackContext(ctx),
+            )
+            if text is not None:
+                yield self._callback_event(ctx, text)
+                return
+        async for event in self._run_impl(ctx):
             yield event
+        if hooked and not ctx.end_invocation:
+            text = await first_result(
+                [partial(p.after_agent, self) for p in ctx.plugins],
+                self.after_agent_callback,
+                CallbackContext(ctx),
+            )
+            if text is not None:
+                yield self._callback_event(ctx, text)
+
+    def _callback_event(self, ctx: InvocationContext, text: str) -> Event:
+        return Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            parts=(Part(text=text),),
+        )
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         raise NotImplementedError

@@ -20,8 +20,9 @@ from typing import Any, Protocol, runtime_checkable
 from agents.events import CompactionInfo, Event, EventActions, Part, event_seq, latest_compaction
 from agents.metrics import REGISTRY
 from agents.models.base import Content, GenerateConfig, LlmRequest, Model
-from agents.session import Session
-from agents.session_service import SessionService
+from agents.quoting import fenced_line
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -218,25 +219,29 @@ class Compactor:
 
 
 def render_window(events: list[Event], *, max_tool_chars: int = 1_000) -> str:
-    """A window as plain lines: the previous summary, messages, tool calls and results."""
+    """A window as plain lines: the previous summary, messages, tool calls and results.
+
+    Fenced like the summary agent's transcript: fence markers inside any text are broken
+    up and continuation lines indented, so no message can close the fence or forge a
+    line of its own.
+    """
     lines: list[str] = []
     for event in events:
         if event.actions.compaction is not None:
-            lines.append(f"[previous summary] {event.actions.compaction.summary}")
+            lines.append(fenced_line("[previous summary]", event.actions.compaction.summary))
             continue
+        head = f"[{event.id}] {event.author}"
         for part in event.parts:
             if part.text:
-                lines.append(f"[{event.id}] {event.author}: {part.text}")
+                lines.append(fenced_line(head, part.text))
             elif part.function_call:
                 args = _clip(json.dumps(part.function_call.args, default=str), max_tool_chars)
-                lines.append(f"[{event.id}] {event.author} CALLS {part.function_call.name} {args}")
+                lines.append(fenced_line(f"{head} CALLS {part.function_call.name}", args))
             elif part.function_response:
                 body = _clip(
                     json.dumps(part.function_response.response, default=str), max_tool_chars
                 )
-                lines.append(
-                    f"[{event.id}] {event.author} RESULT {part.function_response.name} {body}"
-                )
+                lines.append(fenced_line(f"{head} RESULT {part.function_response.name}", body))
     return "\n".join(lines)
 
 

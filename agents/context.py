@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from agents.errors import ModelCallLimitExceeded
 from agents.events import Event
-from agents.session import Session
-from agents.session_service import SessionService
-from agents.state import State
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
+from agents.sessions.state import State
 
 if TYPE_CHECKING:
     from agents.base_agent import BaseAgent
+    from agents.callbacks import BasePlugin
     from agents.models.base import Model
 
 
@@ -47,9 +48,11 @@ class InvocationContext:
     branch: str | None = None
     temp_state: dict[str, Any] = field(default_factory=dict)
     end_invocation: bool = False
-    # The Slack message the reply will be posted as (the placeholder), so every answer
-    # event records where it can be cited.
-    reply_slack_ts: str | None = None
+    # Runner-wide hooks (`agents.callbacks.BasePlugin`), shared by every agent and child.
+    plugins: tuple[BasePlugin, ...] = ()
+    # What the caller passed to `Runner.run_async` for this invocation; plugins read it
+    # (a transport's message ids, say), the runtime never does.
+    custom_metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def app_name(self) -> str:

@@ -16,7 +16,9 @@ and its result): a small model reading it writes about the transfer instead of a
 Every step, in either mode, is checked for pretend actions (`agents.pretend_actions`):
 a reply that names a target or a tool becomes that transfer or call; a hand-off claim or
 a recited instruction is asked for again once, then settled by a decision among the
-actions only. Every extra call is spent from the invocation's model-call budget.
+actions only. Every call, the extra ones too, goes through the agent's model-call path:
+it is spent from the invocation's model-call budget and passes the before/after model
+callbacks and plugins (`agents.callbacks`), which see the decision and act requests.
 Other models keep one call per step.
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -142,35 +144,41 @@ def observe_decisions(
 
 
 async def respond(
-    model: Model, request: LlmRequest, options: StepOptions, *, spend: Callable[[], None]
+    model: Model,
+    request: LlmRequest,
+    options: StepOptions,
+    *,
+    generate: Callable[[LlmRequest], Awaitable[LlmResponse]] | None = None,
 ) -> LlmResponse:
-    """The step's response: text, a tool call or a transfer. One model call is already
-    spent by the caller; `spend` pays for each further one."""
+    """The step's response: text, a tool call or a transfer. Every model call of the step
+    (the decision, the act, a re-ask) goes through `generate`, which the agent gives as its
+    own model-call path (budget, before/after model callbacks and plugins), so the
+    callbacks see each of these requests; default: `model.generate`."""
     if decides_first(model):
         request = without_handoff_records(request)
-    step = _Step(model, request, options, spend)
+    step = _Step(request, options, generate or model.generate)
     if decides_first(model) and request.tools:
         response = await step.decide_and_act()
     else:
-        response = await step.call(request, first=True)
+        response = await step.call(request)
     return await step.without_pretence(response)
 
 
 class _Step:
     def __init__(
-        self, model: Model, request: LlmRequest, options: StepOptions, spend: Callable[[], None]
+        self,
+        request: LlmRequest,
+        options: StepOptions,
+        generate: Callable[[LlmRequest], Awaitable[LlmResponse]],
     ) -> None:
-        self.model = model
         self.request = request
         self.options = options
-        self.spend = spend
+        self.generate = generate
         self.usage = Usage()
         self.reasked = False
 
-    async def call(self, request: LlmRequest, *, first: bool = False) -> LlmResponse:
-        if not first:
-            self.spend()
-        response = await self.model.generate(request)
+    async def call(self, request: LlmRequest) -> LlmResponse:
+        response = await self.generate(request)
         self.usage = self.usage + (response.usage or Usage())
         if response.finish_reason == "length":
             REGISTRY.inc("support_bot_output_cut_total", agent=self.options.agent)
@@ -184,11 +192,11 @@ class _Step:
     async def decide_and_act(self) -> LlmResponse:
         choices = self.options.choices()
         if len(choices) == 1:
-            return await self.answer(first=True)
-        choice = await self.decide(choices, first=True)
+            return await self.answer()
+        choice = await self.decide(choices)
         return await self.act(choice)
 
-    async def decide(self, choices: Sequence[Choice], *, first: bool = False) -> Choice:
+    async def decide(self, choices: Sequence[Choice]) -> Choice:
         started = time.perf_counter()
         response = await self.call(
             decision_request(
@@ -197,7 +205,6 @@ class _Step:
                 instruction=self.options.instruction,
                 choices=choices,
             ),
-            first=first,
         )
         choice = parse_choice(response.text, choices)
         seconds = time.perf_counter() - started
@@ -221,8 +228,8 @@ class _Step:
             return await self.tool_call(choice.name)
         return await self.answer()
 
-    async def answer(self, *, first: bool = False) -> LlmResponse:
-        return await self.call(answer_request(self.request, self.options.instruction), first=first)
+    async def answer(self) -> LlmResponse:
+        return await self.call(answer_request(self.request, self.options.instruction))
 
     async def tool_call(self, name: str) -> LlmResponse:
         tool = next(t for t in self.options.tools if t.name == name)

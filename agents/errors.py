@@ -47,3 +47,11 @@ class InstructionTemplateError(AgentRuntimeError):
 
 class AgentTreeError(ValueError):
     """The agent tree is malformed: a second parent, a duplicate name, an unknown reference."""
+
+
+class SessionStoreError(RuntimeError):
+    """The session store failed (a database, say): the invocation cannot go on.
+
+    The runner lets these escape instead of turning them into a final event, because
+    that event could not be stored either; the caller tells the person the turn failed.
+    """

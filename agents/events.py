@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,6 +66,20 @@ class Usage(_Frozen):
         )
 
 
+LoopExitReason = Literal["escalated", "max_iterations", "invocation_ended"]
+
+
+class LoopExit(_Frozen):
+    """Why a loop agent stopped, after how many rounds (the last one possibly partial).
+
+    `escalated`: a child escalated (`exit_loop`: the work converged). `max_iterations`:
+    the cap was reached. `invocation_ended`: something ended the whole invocation.
+    """
+
+    reason: LoopExitReason
+    iterations: int
+
+
 class EventActions(_Frozen):
     """Side effects an event carries; the session service applies them on append."""
 
@@ -74,6 +88,7 @@ class EventActions(_Frozen):
     escalate: bool = False
     skip_summarization: bool = False
     compaction: CompactionInfo | None = None
+    loop_exit: LoopExit | None = None
 
 
 class Event(_Frozen):
@@ -81,7 +96,8 @@ class Event(_Frozen):
 
     `id` is short and unique within the session (`e1`, `e2`, ...) so that a model can
     cite it; the session service assigns it on append. `author` is `user` or an agent
-    name. `slack_ts` links the event to the Slack message it came from or was posted as.
+    name. `custom_metadata` is where whoever drives the runtime keeps its own data about
+    the event (a transport's message id, say): the runtime stores it and never reads it.
     """
 
     id: str = ""
@@ -91,7 +107,7 @@ class Event(_Frozen):
     timestamp: float = Field(default_factory=time.time)
     parts: tuple[Part, ...] = ()
     actions: EventActions = Field(default_factory=EventActions)
-    slack_ts: str | None = None
+    custom_metadata: Mapping[str, Any] = Field(default_factory=dict)
     usage: Usage | None = None
     model: str | None = None
     finish_reason: str | None = None
@@ -119,6 +135,10 @@ class Event(_Frozen):
     def seq(self) -> int:
         """The numeric order of the event id (`e17` -> 17); 0 before it is assigned."""
         return event_seq(self.id)
+
+    def with_metadata(self, **values: Any) -> Event:
+        """A copy with `values` merged into `custom_metadata` (events are immutable)."""
+        return self.model_copy(update={"custom_metadata": {**self.custom_metadata, **values}})
 
     def is_final_response(self) -> bool:
         """True when this event ends its agent's turn: text with no pending tool work."""

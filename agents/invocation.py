@@ -6,10 +6,11 @@ import logging
 from collections.abc import AsyncIterator
 
 from agents.base_agent import BaseAgent
+from agents.callbacks import chain_events
 from agents.context import InvocationContext
 from agents.events import Event
 from agents.metrics import REGISTRY
-from agents.state import TEMP_PREFIX
+from agents.sessions.state import TEMP_PREFIX
 
 logger = logging.getLogger("agents.events")
 
@@ -18,22 +19,23 @@ async def run_and_persist(agent: BaseAgent, ctx: InvocationContext) -> AsyncIter
     """Run `agent` and append every event it yields before the agent goes on.
 
     `temp:` writes are kept on the invocation context (the session service never stores
-    them), so later steps of the same invocation still read them.
+    them), so later steps of the same invocation still read them. Plugins see (and may
+    replace) each event before it is stored.
     """
     async for event in agent.run_async(ctx):
         for key, value in event.actions.state_delta.items():
             if key.startswith(TEMP_PREFIX):
                 ctx.temp_state[key] = value
-        if (
-            ctx.reply_slack_ts
-            and event.slack_ts is None
-            and event.text
-            and event.is_final_response()
-        ):
-            event = event.model_copy(update={"slack_ts": ctx.reply_slack_ts})
-        stored = await ctx.session_service.append_event(ctx.session, event)
-        log_event(stored)
-        yield stored
+        yield await persist(ctx, event)
+
+
+async def persist(ctx: InvocationContext, event: Event) -> Event:
+    """Store one event of the invocation after the plugins' `on_event` hooks."""
+    if ctx.plugins:
+        event = await chain_events([p.on_event for p in ctx.plugins], ctx, event)
+    stored = await ctx.session_service.append_event(ctx.session, event)
+    log_event(stored)
+    return stored
 
 
 def log_event(event: Event) -> None:

@@ -11,13 +11,23 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from agents.base_agent import BaseAgent
+from agents.callbacks import (
+    AfterModelCallback,
+    AfterToolCallback,
+    AgentCallback,
+    BeforeModelCallback,
+    BeforeToolCallback,
+    CallbackContext,
+    as_list,
+    first_result,
+)
 from agents.context import InvocationContext, ReadonlyContext, ToolContext
 from agents.decision import respond, step_options
 from agents.errors import AgentRuntimeError
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.history import build_contents, current_turn_contents
 from agents.instructions import inject_state
-from agents.models.base import GenerateConfig, LlmRequest, Model
+from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, Model
 from agents.tools.base_tool import BaseTool, ToolError
 from agents.tools.function_tool import FunctionTool
 from agents.transfer import (
@@ -55,8 +65,20 @@ class LlmAgent(BaseAgent):
         disallow_transfer_to_parent: bool = False,
         disallow_transfer_to_peers: bool = False,
         generate_config: GenerateConfig | None = None,
+        before_agent_callback: AgentCallback | Sequence[AgentCallback] | None = None,
+        after_agent_callback: AgentCallback | Sequence[AgentCallback] | None = None,
+        before_model_callback: BeforeModelCallback | Sequence[BeforeModelCallback] | None = None,
+        after_model_callback: AfterModelCallback | Sequence[AfterModelCallback] | None = None,
+        before_tool_callback: BeforeToolCallback | Sequence[BeforeToolCallback] | None = None,
+        after_tool_callback: AfterToolCallback | Sequence[AfterToolCallback] | None = None,
     ) -> None:
-        super().__init__(name=name, description=description, sub_agents=sub_agents)
+        super().__init__(
+            name=name,
+            description=description,
+            sub_agents=sub_agents,
+            before_agent_callback=before_agent_callback,
+            after_agent_callback=after_agent_callback,
+        )
         self.model = model
         self.instruction = instruction
         self.tools: list[BaseTool] = [
@@ -68,6 +90,10 @@ class LlmAgent(BaseAgent):
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.disallow_transfer_to_peers = disallow_transfer_to_peers
         self.generate_config = generate_config or GenerateConfig()
+        self.before_model_callback: list[BeforeModelCallback] = as_list(before_model_callback)
+        self.after_model_callback: list[AfterModelCallback] = as_list(after_model_callback)
+        self.before_tool_callback: list[BeforeToolCallback] = as_list(before_tool_callback)
+        self.after_tool_callback: list[AfterToolCallback] = as_list(after_tool_callback)
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names) or TRANSFER_TOOL in names:
             raise ValueError(f"agent {name!r} has duplicate or reserved tool names: {names}")
@@ -146,10 +172,15 @@ class LlmAgent(BaseAgent):
     async def _step(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         model = self.resolve_model(ctx)
         request = await self.build_request(ctx, model)
-        ctx.budget.spend(self.name)
-        # Decide-first models and the pretend-action check: see agents.decision.
+        # Decide-first models and the pretend-action check: see agents.decision. Each of
+        # the step's model calls goes through `_call_model` (budget, model callbacks).
         options = step_options(self, ctx, await self._instruction(ctx))
-        response = await respond(model, request, options, spend=lambda: ctx.budget.spend(self.name))
+        response = await respond(
+            model,
+            request,
+            options,
+            generate=lambda step_request: self._call_model(ctx, model, step_request),
+        )
         parts = response.parts or (Part(text=""),)
         event = Event(
             invocation_id=ctx.invocation_id,
@@ -177,6 +208,33 @@ class LlmAgent(BaseAgent):
                 parts=(Part(text=final_text),),
                 actions=EventActions(skip_summarization=True),
             )
+
+    async def _call_model(
+        self, ctx: InvocationContext, model: Model, request: LlmRequest
+    ) -> LlmResponse:
+        """One model call between the model callbacks; a blocked call spends no budget."""
+        hooked = ctx.plugins or self.before_model_callback or self.after_model_callback
+        if hooked:
+            callback_context = CallbackContext(ctx)
+            blocked = await first_result(
+                [p.before_model for p in ctx.plugins],
+                self.before_model_callback,
+                callback_context,
+                request,
+            )
+            if blocked is not None:
+                return blocked  # type: ignore[no-any-return]
+        ctx.budget.spend(self.name)
+        response = await model.generate(request)
+        if hooked:
+            replaced = await first_result(
+                [p.after_model for p in ctx.plugins],
+                self.after_model_callback,
+                callback_context,
+                response,
+            )
+            response = replaced or response
+        return response
 
     def _with_output(self, event: Event) -> Event:
         """Store this agent's own final answer under `output_key`, validated if a schema is set."""
@@ -237,15 +295,43 @@ class LlmAgent(BaseAgent):
             return {
                 "error": f"unknown tool {call.name!r}; available: {[t.name for t in self.tools]}"
             }
-        try:
-            result = await tool.run(args=dict(call.args), tool_context=tool_context)
-        except AgentRuntimeError:
-            raise
-        except ToolError as exc:
-            return {"error": str(exc)}
-        except Exception as exc:
-            return {"error": f"tool {call.name} failed: {type(exc).__name__}: {exc}"}
-        return _json_result(call.name, result)
+        args = dict(call.args)
+        plugins = tool_context.invocation_context.plugins
+        hooked = plugins or self.before_tool_callback or self.after_tool_callback
+        canned = None
+        if hooked:
+            canned = await first_result(
+                [p.before_tool for p in plugins],
+                self.before_tool_callback,
+                tool,
+                args,
+                tool_context,
+            )
+        if canned is not None:
+            result = _json_result(call.name, canned)
+        else:
+            try:
+                result = _json_result(
+                    call.name, await tool.run(args=args, tool_context=tool_context)
+                )
+            except AgentRuntimeError:
+                raise
+            except ToolError as exc:
+                return {"error": str(exc)}
+            except Exception as exc:
+                return {"error": f"tool {call.name} failed: {type(exc).__name__}: {exc}"}
+        if hooked:
+            replaced = await first_result(
+                [p.after_tool for p in plugins],
+                self.after_tool_callback,
+                tool,
+                args,
+                tool_context,
+                result,
+            )
+            if replaced is not None:
+                result = _json_result(call.name, replaced)
+        return result
 
     def _transfer(self, call: FunctionCall, tool_context: ToolContext) -> dict[str, Any]:
         allowed = [t.name for t in transfer_targets(self)]

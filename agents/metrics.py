@@ -1,82 +1,101 @@
-"""Process-wide counters and histograms, rendered as Prometheus text by the bot.
+"""Process-wide counters and gauges, kept by `prometheus_client`.
 
 The runtime counts what it does here (model calls, tokens, transfers, compactions,
-summaries); `bot` exposes the registry on `/metrics` and in `support-bot stats`.
+summaries); `bot` exposes the registry on `/metrics` and in `support-bot stats`. Callers
+name a metric once with `describe` (its type and help text) and then count by name with
+labels as keywords: `REGISTRY.inc("support_bot_transfers_total", **{"from": a, "to": b})`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
-from collections.abc import Iterable
+from typing import Literal
 
-Labels = tuple[tuple[str, str], ...]
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
+from prometheus_client.exposition import generate_latest
+
+Kind = Literal["counter", "gauge"]
+
+# One sample per series: the `_created` timestamps would double every counter on the page.
+disable_created_metrics()
 
 
 class Registry:
-    """A minimal, thread-safe metric registry: counters and gauges with labels."""
+    """A `CollectorRegistry` owned by the process, with metrics looked up by name.
+
+    A metric is created on first use, with the label names of that first call (every
+    later call must use the same ones); its type and help text come from `describe`.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._values: dict[str, dict[Labels, float]] = defaultdict(dict)
-        self._help: dict[str, tuple[str, str]] = {}
+        self._described: dict[str, tuple[Kind, str]] = {}
+        self._metrics: dict[str, Counter | Gauge] = {}
+        self.collectors = CollectorRegistry(auto_describe=True)
 
-    def describe(self, name: str, kind: str, help_text: str) -> None:
-        self._help[name] = (kind, help_text)
+    def describe(self, name: str, kind: Kind, help_text: str) -> None:
+        """Declare `name` as a counter or a gauge, with the help text `/metrics` shows."""
+        with self._lock:
+            self._described[name] = (kind, help_text)
 
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        with self._lock:
-            series = self._values[name]
-            series[key] = series.get(key, 0.0) + amount
+        """Add `amount` to a counter (or a gauge) series."""
+        self._series(name, labels).inc(amount)
 
     def set(self, name: str, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        with self._lock:
-            self._values[name][key] = value
+        """Set a gauge series."""
+        series = self._series(name, labels)
+        if not isinstance(series, Gauge):
+            raise TypeError(f"{name} is a counter; only gauges are set")
+        series.set(value)
 
     def get(self, name: str, **labels: str) -> float:
         """The value of one series, or the sum over all series when no labels are given."""
         with self._lock:
-            series = self._values.get(name, {})
-            if labels:
-                return series.get(tuple(sorted(labels.items())), 0.0)
-            return sum(series.values())
-
-    def series(self, name: str) -> dict[Labels, float]:
-        with self._lock:
-            return dict(self._values.get(name, {}))
-
-    def names(self) -> Iterable[str]:
-        with self._lock:
-            return sorted(set(self._values) | set(self._help))
+            metric = self._metrics.get(name)
+        if metric is None:
+            return 0.0
+        wanted = {k: str(v) for k, v in labels.items()}
+        return sum(
+            sample.value
+            for family in metric.collect()
+            for sample in family.samples
+            if sample.name == name and wanted.items() <= sample.labels.items()
+        )
 
     def reset(self) -> None:
+        """Forget every value (descriptions stay): a fresh registry, for tests."""
         with self._lock:
-            self._values.clear()
+            self._metrics.clear()
+            self.collectors = CollectorRegistry(auto_describe=True)
 
-    def render_prometheus(self) -> str:
-        lines: list[str] = []
-        for name in self.names():
-            kind, help_text = self._help.get(name, ("counter", name))
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
-            series = self.series(name) or {(): 0.0}
-            for labels, value in sorted(series.items()):
-                label_text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-                lines.append(
-                    f"{name}{{{label_text}}} {value:g}" if label_text else f"{name} {value:g}"
-                )
-        return "\n".join(lines) + "\n"
+    def exposition(self) -> bytes:
+        """The Prometheus text page of every series counted so far."""
+        return generate_latest(self.collectors)
 
+    def _series(self, name: str, labels: dict[str, str]) -> Counter | Gauge:
+        with self._lock:
+            metric = self._metrics.get(name)
+            if metric is None:
+                metric = self._metrics[name] = self._create(name, sorted(labels))
+        return metric.labels(**labels) if labels else metric
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    def _create(self, name: str, labelnames: list[str]) -> Counter | Gauge:
+        if name not in self._described:
+            raise KeyError(f"metric {name} is used before REGISTRY.describe() names its type")
+        kind, help_text = self._described[name]
+        if kind == "gauge":
+            return Gauge(name, help_text, labelnames, registry=self.collectors)
+        # prometheus_client appends `_total` to a counter's samples, so it takes the stem.
+        stem = name.removesuffix("_total")
+        if stem == name:
+            raise ValueError(f"counter {name} must end in _total")
+        return Counter(stem, help_text, labelnames, registry=self.collectors)
 
 
 REGISTRY = Registry()
 
-for _name, _kind, _help in (
+_RUNTIME_METRICS: tuple[tuple[str, Kind, str], ...] = (
     ("support_bot_invocations_total", "counter", "Agent invocations run"),
     ("support_bot_model_calls_total", "counter", "Model calls, by agent"),
     ("support_bot_model_tokens_total", "counter", "Model tokens, by agent and kind"),
@@ -86,6 +105,6 @@ for _name, _kind, _help in (
     ("support_bot_compaction_failures_total", "counter", "Compactions that failed"),
     ("support_bot_summaries_total", "counter", "Summaries, by outcome"),
     ("support_bot_digests_posted_total", "counter", "Digests posted to the lead channel"),
-    ("support_bot_duplicate_deliveries_total", "counter", "Slack deliveries dropped as dupes"),
-):
+)
+for _name, _kind, _help in _RUNTIME_METRICS:
     REGISTRY.describe(_name, _kind, _help)

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from functools import cache
+from typing import Any
 
 from agents.base_agent import BaseAgent
+from agents.callbacks import BasePlugin, chain_events
 from agents.context import InvocationContext, ModelCallBudget
-from agents.errors import AgentRuntimeError
+from agents.errors import AgentRuntimeError, SessionStoreError
 from agents.events import Event, Part, new_invocation_id
-from agents.invocation import log_event, run_and_persist
+from agents.invocation import log_event, persist, run_and_persist
 from agents.llm_agent import LlmAgent
 from agents.metrics import REGISTRY
 from agents.models.base import Model, ModelError
-from agents.session import Session
-from agents.session_service import SessionNotFoundError, SessionService
+from agents.sessions.service import SessionNotFoundError, SessionService
+from agents.sessions.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +48,10 @@ class Runner:
     Each event is persisted as it is produced. The agent that answers is chosen by the
     transfer history (see `find_agent_to_run`). Model and runtime failures end the
     invocation with a final event whose `error_code` says what happened; they never
-    escape `run_async`. After an invocation completes, the after-invocation hooks
-    (compaction, say) run in background tasks, off the reply path.
+    escape `run_async`; only a `SessionStoreError` does, since nothing can be stored.
+    `plugins` (see `agents.callbacks`) hook into every run, agent, model and tool call.
+    After an invocation completes, the after-invocation hooks (compaction, say) run in
+    background tasks, off the reply path.
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class Runner:
         model_factory: Callable[[str], Model] | None = None,
         after_invocation: Sequence[AfterInvocationHook] = (),
         max_model_calls: int = 25,
+        plugins: Sequence[BasePlugin] = (),
     ) -> None:
         self.agent = agent
         self.app_name = app_name
@@ -68,6 +73,7 @@ class Runner:
         self.model_factory = cache(model_factory or default_model_factory)
         self.after_invocation = list(after_invocation)
         self.max_model_calls = max_model_calls
+        self.plugins = tuple(plugins)
         self._background: set[asyncio.Task[None]] = set()
 
     async def run_async(
@@ -76,14 +82,13 @@ class Runner:
         user_id: str,
         session_id: str,
         message: str,
-        slack_ts: str | None = None,
-        reply_slack_ts: str | None = None,
+        custom_metadata: Mapping[str, Any] | None = None,
         invocation_id: str | None = None,
     ) -> AsyncIterator[Event]:
         """Append the user's message, then run the chosen agent, yielding its events.
 
-        `slack_ts` is the user's Slack message; `reply_slack_ts` the message the reply will
-        be posted as (a placeholder), recorded on every answer event so it can be cited.
+        `custom_metadata` belongs to the caller (a transport's message ids, say): the
+        plugins read it from the invocation context and stamp what they need on events.
         """
         session = await self.session_service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id, since_compaction=True
@@ -93,28 +98,25 @@ class Runner:
         invocation_id = invocation_id or new_invocation_id()
         # Lone surrogates (from broken clients) cannot be encoded for storage or a model.
         message = message.encode("utf-8", errors="replace").decode("utf-8")
-        user_event = await self.session_service.append_event(
-            session,
-            Event(
-                author="user",
-                invocation_id=invocation_id,
-                parts=(Part(text=message),),
-                slack_ts=slack_ts,
-            ),
-        )
-        log_event(user_event)
-        agent = find_agent_to_run(session, self.agent)
         ctx = InvocationContext(
             session_service=self.session_service,
             session=session,
             invocation_id=invocation_id,
-            agent=agent,
-            user_event=user_event,
+            agent=self.agent,
+            user_event=None,
             budget=ModelCallBudget(self.max_model_calls),
             default_model=self.default_model,
             model_factory=self.model_factory,
-            reply_slack_ts=reply_slack_ts,
+            plugins=self.plugins,
+            custom_metadata=dict(custom_metadata or {}),
         )
+        user_event = Event(author="user", invocation_id=invocation_id, parts=(Part(text=message),))
+        if self.plugins:
+            hooks = [p.on_user_message for p in self.plugins]
+            user_event = await chain_events(hooks, ctx, user_event)
+        ctx.user_event = await self.session_service.append_event(session, user_event)
+        log_event(ctx.user_event)
+        ctx.agent = agent = find_agent_to_run(session, self.agent)
         REGISTRY.inc("support_bot_invocations_total")
         current = agent.name
         if not message.strip():
@@ -123,7 +125,7 @@ class Runner:
             )
             return
         try:
-            async for event in run_and_persist(agent, ctx):
+            async for event in self._run_agent(agent, ctx):
                 current = event.author
                 _count_model_use(event)
                 yield event
@@ -135,9 +137,9 @@ class Runner:
             )
         except ModelError as exc:
             yield await self._error_event(ctx, current, exc.code, str(exc), MODEL_FAILURE_TEXT)
+        except SessionStoreError:
+            raise  # the caller must tell the person the turn failed: nothing can be stored
         except Exception as exc:
-            if _is_storage_error(exc):
-                raise
             logger.exception("invocation %s failed", invocation_id)
             yield await self._error_event(
                 ctx,
@@ -146,7 +148,22 @@ class Runner:
                 f"{type(exc).__name__}: {exc}",
                 INTERNAL_FAILURE_TEXT,
             )
+        for plugin in self.plugins:
+            await plugin.after_run(ctx)
         self._schedule_hooks(session, invocation_id)
+
+    async def _run_agent(self, agent: BaseAgent, ctx: InvocationContext) -> AsyncIterator[Event]:
+        """The agent's events; a plugin's `before_run` text answers in its place."""
+        for plugin in self.plugins:
+            text = await plugin.before_run(ctx)
+            if text is not None:
+                answer = Event(
+                    invocation_id=ctx.invocation_id, author=agent.name, parts=(Part(text=text),)
+                )
+                yield await persist(ctx, answer)
+                return
+        async for event in run_and_persist(agent, ctx):
+            yield event
 
     async def _error_event(
         self, ctx: InvocationContext, author: str, code: str, detail: str, text: str
@@ -157,13 +174,10 @@ class Runner:
             author=author,
             branch=None,
             parts=(Part(text=text),),
-            slack_ts=ctx.reply_slack_ts,
             error_code=code,
             error_message=detail[:2000],
         )
-        stored = await self.session_service.append_event(ctx.session, event)
-        log_event(stored)
-        return stored
+        return await persist(ctx, event)
 
     def _schedule_hooks(self, session: Session, invocation_id: str) -> None:
         if not self.after_invocation:
@@ -207,6 +221,9 @@ def find_agent_to_run(session: Session, root: BaseAgent) -> BaseAgent:
         if event.author == root.name:
             return root
         agent = root.find_agent(event.author)
+        if agent is None and event.actions.transfer_to_agent:
+            # A hand-off record, authored by no agent, names the agent it hands to.
+            agent = root.find_agent(event.actions.transfer_to_agent)
         if agent is not None and _resumable(agent):
             return agent
     return root
@@ -240,9 +257,3 @@ def _count_model_use(event: Event) -> None:
         kind="completion",
     )
     REGISTRY.inc("support_bot_model_cost_usd_total", event.usage.cost, agent=event.author)
-
-
-def _is_storage_error(exc: Exception) -> bool:
-    """Database failures propagate: the caller must tell the user the turn failed."""
-    module = type(exc).__module__
-    return module.startswith(("sqlalchemy", "asyncpg", "aiosqlite", "sqlite3", "storage"))

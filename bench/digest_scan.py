@@ -101,6 +101,7 @@ async def bench(label: str, url: str, digests: int, latency: float) -> None:
                 concurrency=8,
                 batch=digests,
                 clock=lambda: NOW,
+                owner="bench",
             )
             start = time.perf_counter()
             outcomes = await job.run_once()

@@ -32,13 +32,16 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--soak", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds per runtime")
+    parser.add_argument(
+        "--ours-only", action="store_true", help="measure this runtime alone, with no ADK ratio"
+    )
     args = parser.parse_args()
+    if not args.ours_only and not adk_available():
+        sys.exit("google-adk is not installed: pip install -e '.[bench]' (or pass --ours-only)")
     logging.disable(logging.CRITICAL)
     directory = Path(tempfile.mkdtemp(prefix="bench-runtime"))
 
-    names = ["ours", "adk"] if adk_available() else ["ours"]
-    if len(names) == 1:
-        print("google-adk not installed: measuring ours only (pip install -e '.[bench]')")
+    names = ["ours"] if args.ours_only else ["ours", "adk"]
     runtimes = [make(name, "memory", directory) for name in names]
     for runtime in runtimes:
         await runtime.open()

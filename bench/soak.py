@@ -57,7 +57,7 @@ def state(bot: BotHarness, compactor: Compactor, summaries: SummaryService) -> d
         "tasks": len(worker._tasks),
         "hooks": len(services.runner._background),
         "compactor_locks": len(compactor._locks),
-        "summary_sessions": len(summaries.session_service._sessions),
+        "summary_sessions": len(summaries.calls.session_service._sessions),
         "delivery_keys": len(services.deliveries._events) + len(services.deliveries._messages),
     }
 

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents.events import Event, EventActions, Part, Usage
+from bot.slack.message_ts import SLACK_TS
 from storage import Database
 from storage.engine import normalize_url
 from storage.migrate import upgrade_async
@@ -47,7 +48,7 @@ def _event(n: int) -> Event:
         parts=(Part(text=f"message {n}: " + "lorem ipsum " * 10),),
         actions=EventActions(state_delta={"turn": n}),
         usage=Usage(prompt_tokens=500, completion_tokens=40, cost=0.0001),
-        slack_ts=f"1700000000.{n:06d}",
+        custom_metadata={SLACK_TS: f"1700000000.{n:06d}"},
     )
 
 
@@ -137,8 +138,8 @@ def _event_rows(session_pk: int, session_id: str) -> list[dict[str, Any]]:
                 "invocation_id": event.invocation_id,
                 "author": event.author,
                 "timestamp": event.timestamp,
-                "slack_ts": event.slack_ts,
                 "data": event.model_dump_json(),
+                "custom_metadata": dict(event.custom_metadata),
             }
         )
     return rows

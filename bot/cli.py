@@ -1,14 +1,15 @@
-"""`support-bot`: the console entry point and its subcommands."""
+"""`support-bot`: the console entry point and its subcommands (on click)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import getpass
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
+
+import click
 
 from bot.config import Settings
 from bot.logging import configure_logging
@@ -22,23 +23,10 @@ To run in Slack, set SLACK_BOT_TOKEN (xoxb-...) and either
 Create the app from manifest.yml (see README). Meanwhile, here is the bot in the terminal.
 """
 
-# Each subcommand: name -> (help, add_arguments, run).
-Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-COMMANDS: dict[str, Command] = {}
-
-
-def command(
-    name: str,
-    help_text: str,
-    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    """Register a subcommand `run(args) -> exit code`."""
-
-    def register(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        COMMANDS[name] = (help_text, add_arguments or (lambda _: None), run)
-        return run
-
-    return register
+DIGEST_ONCE_ONLY = """\
+support-bot: `digest` runs one pass and exits: use `support-bot digest --once`.
+The running bot digests idle threads by itself, every DIGEST_SCAN_SECONDS.
+"""
 
 
 def _settings(*, quiet_at_terminal: bool = False) -> Settings:
@@ -80,8 +68,28 @@ async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> i
     return 0
 
 
-@command("serve", "Run in HTTP mode (POST /slack/events on PORT).")
-def run_serve(args: argparse.Namespace) -> int:
+@click.group(
+    invoke_without_command=True,
+    help="A Slack support bot. Without a command it runs in Socket Mode, else in HTTP mode, "
+    "else as a chat in the terminal, by what is configured.",
+)
+@click.pass_context
+def cli(ctx: click.Context) -> int:
+    """No subcommand: Socket Mode, else HTTP, else the local chat (DESIGN.md)."""
+    if ctx.invoked_subcommand is not None:
+        return 0
+    mode = Settings().mode()
+    if mode == "socket":
+        return run_socket()
+    if mode == "http":
+        return run_serve()
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        print(NO_SLACK_MESSAGE, file=sys.stderr)
+    return run_chat(user=None)
+
+
+def run_serve() -> int:
+    """HTTP mode, when its credentials are configured."""
     from bot.slack.server import serve_http
 
     settings = _settings()
@@ -91,8 +99,8 @@ def run_serve(args: argparse.Namespace) -> int:
     return _run(_serve(settings, serve_http))
 
 
-@command("socket", "Run in Socket Mode (needs SLACK_APP_TOKEN).")
-def run_socket(args: argparse.Namespace) -> int:
+def run_socket() -> int:
+    """Socket Mode, when its credentials are configured."""
     from bot.slack.server import serve_socket
 
     settings = _settings()
@@ -102,14 +110,7 @@ def run_socket(args: argparse.Namespace) -> int:
     return _run(_serve(settings, serve_socket))
 
 
-def _chat_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--user", help="the user id your messages are stored under (default: your login)"
-    )
-
-
-@command("chat", "Chat with the bot in the terminal (the default without Slack).", _chat_args)
-def run_chat(args: argparse.Namespace) -> int:
+def run_chat(user: str | None) -> int:
     """The terminal chat: typed at a terminal, or fed lines on stdin."""
     from bot.terminal.chat import run_chat as chat
 
@@ -117,158 +118,174 @@ def run_chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
         sys.stdout.reconfigure(errors="replace")  # type: ignore[union-attr]
-    user = getattr(args, "user", None) or getpass.getuser()
-    return _run(chat(settings, user_id=user, interactive=interactive, out=sys.stdout))
+    user_id = user or getpass.getuser()
+    return _run(chat(settings, user_id=user_id, interactive=interactive, out=sys.stdout))
 
 
-def _db_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["upgrade"], help="upgrade: apply pending migrations")
-    parser.add_argument("--revision", default="head", help="target revision (default: head)")
+@cli.command("serve", help="Run in HTTP mode (POST /slack/events on PORT).")
+def serve_command() -> int:
+    return run_serve()
 
 
-@command("db", "Database schema: `db upgrade` applies pending migrations.", _db_args)
-def run_db(args: argparse.Namespace) -> int:
+@cli.command("socket", help="Run in Socket Mode (needs SLACK_APP_TOKEN).")
+def socket_command() -> int:
+    return run_socket()
+
+
+@cli.command("chat", help="Chat with the bot in the terminal (the default without Slack).")
+@click.option("--user", help="the user id your messages are stored under (default: your login)")
+def chat_command(user: str | None) -> int:
+    return run_chat(user)
+
+
+@cli.group("db", help="Database schema: `db upgrade` applies pending migrations.")
+def db_group() -> None:
+    """The `db` subcommands."""
+
+
+@db_group.command("upgrade", help="Apply pending migrations.")
+@click.option("--revision", default="head", show_default=True, help="target revision")
+def run_db_upgrade(revision: str) -> int:
     from bot.ops.commands import db_upgrade
 
     try:
-        return db_upgrade(_settings(), sys.stdout, args.revision)
+        return db_upgrade(_settings(), sys.stdout, revision)
     except Exception as exc:  # alembic and driver errors: one line for the operator
         print(f"support-bot: database upgrade failed: {exc}", file=sys.stderr)
         return 1
 
 
-def _digest_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--once", action="store_true", required=True, help="run one digest pass and exit"
-    )
-
-
-@command("digest", "Digest idle threads once (`digest --once`) and print what happened.",
-         _digest_args)  # fmt: skip
-def run_digest(args: argparse.Namespace) -> int:
+@cli.command("digest", help="Digest idle threads once (`digest --once`) and print what happened.")
+@click.option("--once", is_flag=True, help="run one digest pass and exit (the only mode today)")
+def run_digest(once: bool) -> int:
     from bot.ops.commands import digest_once
 
+    if not once:
+        print(DIGEST_ONCE_ONLY, end="", file=sys.stderr)
+        return 2
     return _run(digest_once(_settings(), sys.stdout))
 
 
-def _stats_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--live", metavar="URL", help="also show a running bot's counters (its /metrics URL)"
-    )
-
-
-@command("stats", "Operating figures from the database, as a table.", _stats_args)
-def run_stats(args: argparse.Namespace) -> int:
+@cli.command("stats", help="Operating figures from the database, as a table.")
+@click.option("--live", metavar="URL", help="also show a running bot's counters (its /metrics URL)")
+def run_stats(live: str | None) -> int:
     from bot.ops.commands import show_stats
 
-    return _run(show_stats(_settings(), sys.stdout, live_url=args.live))
+    return _run(show_stats(_settings(), sys.stdout, live_url=live))
 
 
-def _forget_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--user", required=True, help="the user id to forget")
-
-
-@command("forget", "Delete everything stored about a user; print the counts.", _forget_args)
-def run_forget(args: argparse.Namespace) -> int:
+@cli.command("forget", help="Delete everything stored about a user; print the counts.")
+@click.option("--user", required=True, help="the user id to forget")
+def run_forget(user: str) -> int:
     from bot.ops.commands import forget
 
-    return _run(forget(_settings(), sys.stdout, args.user))
+    return _run(forget(_settings(), sys.stdout, user))
 
 
-def _eval_args(parser: argparse.ArgumentParser) -> None:
-    which = parser.add_subparsers(dest="evaluation", required=True)
-    for name, help_text in (
-        ("summaries", "summarise conversations; entity recall, pass and fallback rates, cost"),
-        ("routing", "route first messages through the supervisor; accuracy, confusion table"),
+@cli.group("eval", help="Evaluate on a dataset: `eval summaries` or `eval routing`.")
+def eval_group() -> None:
+    """The `eval` subcommands."""
+
+
+def _dataset_options(command: Callable[..., int]) -> Callable[..., int]:
+    """--data, --model and --limit, shared by both evaluations."""
+    for option in reversed(
+        (
+            click.option("--data", required=True, help="transcripts.jsonl"),
+            click.option("--model", help="litellm model string (default: MODEL)"),
+            click.option("--limit", type=int, help="evaluate every nth, this many in all"),
+        )
     ):
-        child = which.add_parser(name, help=help_text)
-        child.add_argument("--data", required=True, help="transcripts.jsonl")
-        child.add_argument("--model", help="litellm model string (default: MODEL)")
-        child.add_argument("--limit", type=int, help="evaluate every nth, this many in all")
-        if name == "summaries":
-            child.add_argument(
-                "--seed-validator",
-                action="store_true",
-                help="also report under the seed's (less strict) validator",
-            )
-            child.add_argument(
-                "--show-problems",
-                action="store_true",
-                help="print each conversation's first-attempt problems under its line",
-            )
-        else:
-            child.add_argument(
-                "--routes",
-                help="route=agent pairs, e.g. billing=billing_agent,tech_support=tech_support;"
-                " *=agent sets where other routes go (default support_supervisor)",
-            )
-            child.add_argument(
-                "--route-only",
-                action="store_true",
-                help="decisions only: stop each case at the supervisor's transfer, and do not"
-                " write the supervisor's own replies (so pretend actions are not measured)",
-            )
+        command = option(command)
+    return command
 
 
-@command("eval", "Evaluate on a dataset: `eval summaries` or `eval routing`.", _eval_args)
-def run_eval(args: argparse.Namespace) -> int:
-    from bot.evals.cli import eval_routing, eval_summaries
+@eval_group.command(
+    "summaries", help="summarise conversations; entity recall, pass and fallback rates, cost"
+)
+@_dataset_options
+@click.option(
+    "--seed-validator", is_flag=True, help="also report under the seed's (less strict) validator"
+)
+@click.option(
+    "--show-problems",
+    is_flag=True,
+    help="print each conversation's first-attempt problems under its line",
+)
+def run_eval_summaries(
+    data: str, model: str | None, limit: int | None, seed_validator: bool, show_problems: bool
+) -> int:
+    from bot.evals.cli import eval_summaries
 
-    settings = _settings()
-    common = {"data": args.data, "model": args.model, "limit": args.limit}
-    if args.evaluation == "summaries":
-        work = eval_summaries(
-            settings,
-            sys.stdout,
-            seed_validator=args.seed_validator,
-            show_problems=args.show_problems,
-            **common,
-        )
-    else:
-        from bot.evals.routing import RouteMap
-
-        try:
-            RouteMap.parse(args.routes)
-        except ValueError as exc:
-            print(f"support-bot: {exc}", file=sys.stderr)
-            return 2
-        work = eval_routing(
-            settings, sys.stdout, routes=args.routes, route_only=args.route_only, **common
-        )
+    work = eval_summaries(
+        _settings(),
+        sys.stdout,
+        data=data,
+        model=model,
+        limit=limit,
+        seed_validator=seed_validator,
+        show_problems=show_problems,
+    )
     return _run(work)
 
 
-def run_auto(args: argparse.Namespace) -> int:
-    """No subcommand: Socket Mode, else HTTP, else the local chat (DESIGN.md)."""
-    mode = Settings().mode()
-    if mode == "socket":
-        return run_socket(args)
-    if mode == "http":
-        return run_serve(args)
-    if sys.stdin.isatty() and sys.stderr.isatty():
-        print(NO_SLACK_MESSAGE, file=sys.stderr)
-    return run_chat(args)
+@eval_group.command(
+    "routing", help="route first messages through the supervisor; accuracy, confusion table"
+)
+@_dataset_options
+@click.option(
+    "--routes",
+    help="route=agent pairs, e.g. billing=billing_agent,tech_support=tech_support;"
+    " *=agent sets where other routes go (default support_supervisor)",
+)
+@click.option(
+    "--route-only",
+    is_flag=True,
+    help="decisions only: stop each case at the supervisor's transfer, and do not"
+    " write the supervisor's own replies (so pretend actions are not measured)",
+)
+def run_eval_routing(
+    data: str, model: str | None, limit: int | None, routes: str | None, route_only: bool
+) -> int:
+    from bot.evals.cli import eval_routing
+    from bot.evals.routing import RouteMap
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="support-bot", description=__doc__)
-    sub = parser.add_subparsers(dest="command")
-    for name, (help_text, add_arguments, run) in COMMANDS.items():
-        child = sub.add_parser(name, help=help_text)
-        add_arguments(child)
-        child.set_defaults(run=run)
-    return parser
+    settings = _settings()
+    try:
+        RouteMap.parse(routes)
+    except ValueError as exc:
+        print(f"support-bot: {exc}", file=sys.stderr)
+        return 2
+    work = eval_routing(
+        settings,
+        sys.stdout,
+        data=data,
+        model=model,
+        limit=limit,
+        routes=routes,
+        route_only=route_only,
+    )
+    return _run(work)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point."""
+    """Console entry point: the exit code of the command (2 for a usage error)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     # litellm's own log handler writes INFO lines to stdout, which belongs to replies and
     # results; its warnings still reach stderr, and everything reaches our JSON log.
     os.environ.setdefault("LITELLM_LOG", "WARNING")
-    args = build_parser().parse_args(argv)
-    run = getattr(args, "run", None) or run_auto
-    return run(args)
+    try:
+        code = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="support-bot",
+            standalone_mode=False,
+        )
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        return 130
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
@@ -58,6 +59,12 @@ class Settings(BaseSettings):
         default=120, description="Output token cap of an agent consulted through AgentTool."
     )
     compaction_model: str | None = None
+    model_timeout_seconds: float = Field(
+        default=60.0, gt=0, description="Per-call timeout of a hosted model (litellm)."
+    )
+    agent_tree_file: Path | None = Field(
+        default=None, description="A YAML agent tree to run instead of agents/support_tree.yaml."
+    )
     model_api_base: str | None = None
     model_api_key: SecretStr | None = None
 
@@ -83,9 +90,29 @@ class Settings(BaseSettings):
         default=False,
         description="The app has chat:write.customize: post replies under the agent's name.",
     )
-    slack_retry_count: int = 3
-    max_message_chars: int = 3500
+    slack_retry_count: int = Field(
+        default=8,
+        description="Web API retries per call (429, 5xx, connection errors): ~90 s of patience.",
+    )
+    max_message_chars: int = 3000
     log_level: str = "INFO"
+    heartbeat_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often each process records its heartbeat and sweeps for dead peers' work.",
+    )
+    owner_dead_after_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A process that has not beaten for this long is dead: peers take over "
+        "its unanswered messages and digest leases.",
+    )
+    thread_order_wait_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a message waits for an earlier unanswered one in its thread "
+        "(held by another process) before it is answered anyway.",
+    )
 
     @field_validator("support_leads", mode="before")
     @classmethod

@@ -22,20 +22,30 @@ apply to every model of the tree.
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from agents.base_agent import BaseAgent
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.runner import Runner
 from agents.tree import OutputBudget, build_support_tree
 from bot.config import Settings, secret
-from bot.digests.job import DigestJob
+from bot.digests.job import DigestJob, DigestPoster
+from bot.slack.message_ts import SlackTsPlugin
+from bot.threads.summaries import Summarizer
+from storage.database import Database
 
 if TYPE_CHECKING:
+    from agents.summary.aids.policy import SmallModelAids
+    from agents.summary.checks.validator import Validator
+    from agents.summary.service import SummaryService
     from bot.local_model.server import LocalEndpoint
 
 NO_KEY = "sk-no-key"
@@ -63,6 +73,14 @@ class LocalModelNotStarted:
 LOCAL_REPETITION_PENALTY = 1.05
 
 
+@functools.cache
+def process_owner() -> str:
+    """This process's identity, the same for everything it owns: the messages it has
+    accepted (`storage.inflight`) and the digest leases it holds (`storage.threads`).
+    Random per start, so a restarted process takes over what its predecessor left."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 def uses_local_model(settings: Settings) -> bool:
     """True when `MODEL` is unset or `local`: the bot runs on the embedded model."""
     return settings.model is None or settings.model.strip() in LOCAL_MODEL_NAMES
@@ -79,6 +97,7 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
             api_base=settings.model_api_base,
             api_key=_api_key(name),
             decision=settings.tool_decision,
+            timeout=settings.model_timeout_seconds,
         )
 
     def _api_key(name: str) -> str | None:
@@ -154,7 +173,7 @@ async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> As
         await server.stop()
 
 
-def build_runner(settings: Settings, db: Any, models: Models | None = None) -> Runner:
+def build_runner(settings: Settings, db: Database, models: Models | None = None) -> Runner:
     """The support tree over the database's session service, compacting after each
     invocation on `COMPACTION_MODEL` (default: `MODEL`)."""
     models = models or configured_models(settings)
@@ -173,6 +192,7 @@ def build_runner(settings: Settings, db: Any, models: Models | None = None) -> R
         session_service=db.sessions,
         model_factory=models.factory,
         after_invocation=[compactor],
+        plugins=[SlackTsPlugin()],
     )
 
 
@@ -184,41 +204,50 @@ def output_budget(settings: Settings) -> OutputBudget:
     )
 
 
-def build_tree(settings: Settings, models: Models) -> Any:
-    """A fresh support tree on `MODEL`, with the configured output caps."""
-    return build_support_tree(model=models.main, output_budget=output_budget(settings))
+def build_tree(settings: Settings, models: Models) -> BaseAgent:
+    """A fresh support tree from `AGENT_TREE_FILE` on `MODEL`, with the configured output
+    caps."""
+    return build_support_tree(
+        path=settings.agent_tree_file, model=models.main, output_budget=output_budget(settings)
+    )
 
 
 def build_summarizer(
     settings: Settings,
-    db: Any = None,
+    db: Database | None = None,
     models: Models | None = None,
     *,
-    validator: Any = None,
-    shadow_validator: Any = None,
-) -> Any:
-    """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`); each run's
-    metrics are stored when a database is given. `validator` replaces the configured one
-    and `shadow_validator` scores each first answer alongside (both for evaluations)."""
+    validator: Validator | None = None,
+) -> SummaryService:
+    """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`), with the aids
+    its model needs (`summary_aids`); each run's metrics are stored when a database is
+    given. `validator` replaces the default one (for evaluations)."""
     from agents.summary.service import SummaryService
-    from agents.summary.validator import Validator
 
     models = models or configured_models(settings)
-    local = _summaries_on_local_model(settings)
     return SummaryService(
         models.summary,
+        aids=summary_aids(settings),
         model_factory=models.factory,
-        validator=validator or Validator(ground=settings.summary_ground_citations),
+        validator=validator,
         sink=db.summary_runs if db is not None else None,
-        # Small local models loop more readily than hosted ones: damp repeats for them.
+    )
+
+
+def summary_aids(settings: Settings) -> SmallModelAids:
+    """The small-model aids for the summary model: the embedded model gets completion and
+    a repetition penalty; `SUMMARY_COMPLETE_COVERAGE` and `SUMMARY_GROUND_CITATIONS`
+    override."""
+    from agents.summary.aids.policy import SmallModelAids
+
+    local = _summaries_on_local_model(settings)
+    complete = settings.summary_complete_coverage
+    return SmallModelAids(
+        # A small model drops checklist lines that one short call per line recovers ...
+        complete_coverage=local if complete is None else complete,
+        ground_citations=settings.summary_ground_citations,
+        # ... and loops more readily than hosted ones: damp repeats for it.
         repetition_penalty=LOCAL_REPETITION_PENALTY if local else None,
-        # ... and drop checklist lines that one short call per line recovers.
-        complete_coverage=(
-            local
-            if settings.summary_complete_coverage is None
-            else settings.summary_complete_coverage
-        ),
-        shadow_validator=shadow_validator,
     )
 
 
@@ -227,8 +256,11 @@ def _summaries_on_local_model(settings: Settings) -> bool:
     return uses_local_model(settings) and not settings.summary_model
 
 
-def build_digest_job(settings: Settings, db: Any, summarizer: Any, client: Any) -> DigestJob:
-    """The idle-thread digest pass, configured from settings."""
+def build_digest_job(
+    settings: Settings, db: Database, summarizer: Summarizer, client: DigestPoster
+) -> DigestJob:
+    """The idle-thread digest pass, configured from settings, leasing threads as this
+    process (`process_owner`)."""
     return DigestJob(
         db=db,
         summarizer=summarizer,
@@ -237,4 +269,6 @@ def build_digest_job(settings: Settings, db: Any, summarizer: Any, client: Any) 
         idle_after=settings.idle_after_seconds,
         concurrency=settings.digest_concurrency,
         lease_seconds=settings.digest_lease_seconds,
+        owner=process_owner(),
+        dead_after=settings.owner_dead_after_seconds,
     )

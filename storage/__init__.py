@@ -6,6 +6,7 @@ from storage.errors import (
     DatabaseSchemaError,
     DatabaseUnavailableError,
     StorageError,
+    StorageReadError,
     StorageWriteError,
 )
 
@@ -15,5 +16,6 @@ __all__ = [
     "DatabaseSchemaError",
     "DatabaseUnavailableError",
     "StorageError",
+    "StorageReadError",
     "StorageWriteError",
 ]

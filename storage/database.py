@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from storage.deliveries import DeliveryStore
 from storage.digests import DigestStore
-from storage.engine import SqlGate, create_engine, display_url, normalize_url
+from storage.engine import SqlGate, create_engine, display_url, first_line, normalize_url
 from storage.errors import (
     DatabaseOutdatedError,
     DatabaseSchemaError,
@@ -21,6 +21,7 @@ from storage.errors import (
 from storage.inflight import InflightStore
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
+from storage.owners import OwnerStore
 from storage.schema import (
     digests,
     events,
@@ -32,7 +33,9 @@ from storage.schema import (
     user_state,
 )
 from storage.sessions import SqlSessionService
+from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
+from storage.thread_locks import ThreadLocks
 from storage.threads import ThreadStore
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,9 @@ class Database:
         self.digests = DigestStore(self.gate)
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)
+        self.stats = StatsStore(self.gate, self.summary_runs)
+        self.owners = OwnerStore(self.gate)
+        self.thread_locks = ThreadLocks(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:
@@ -79,7 +85,7 @@ class Database:
             async with self.engine.connect() as conn:
                 await conn.execute(sa.text("SELECT 1"))
         except (SQLAlchemyError, OSError) as exc:
-            log.warning("database healthcheck failed: %s", _first_line(exc))
+            log.warning("database healthcheck failed: %s", first_line(exc))
             return False
         return True
 
@@ -124,6 +130,7 @@ class Database:
         return counts
 
     async def close(self) -> None:
+        await self.thread_locks.close()
         await self.gate.close()
         await self.engine.dispose()
 
@@ -134,12 +141,6 @@ class Database:
         await self.close()
 
 
-def _first_line(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None)
-    text = str(orig if orig is not None else exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 async def _check_reachable(engine: AsyncEngine, url: URL) -> None:
     try:
         async with engine.connect() as conn:
@@ -147,7 +148,7 @@ async def _check_reachable(engine: AsyncEngine, url: URL) -> None:
     except (SQLAlchemyError, OSError, TimeoutError) as exc:
         # One line, no chained traceback: this is an operator's configuration problem.
         raise DatabaseUnavailableError(
-            f"cannot open database {display_url(url)}: {_first_line(exc)}"
+            f"cannot open database {display_url(url)}: {first_line(exc)}"
         ) from None
 
 

@@ -22,11 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from storage.errors import StorageWriteError
+from storage.errors import StorageReadError, StorageWriteError
 
 log = logging.getLogger(__name__)
 
@@ -180,10 +180,17 @@ class SqlGate:
         return postgresql.insert(table)
 
     async def read(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL)."""
-        async with self.engine.connect() as conn:
-            async with conn.begin():
-                return await fn(conn)
+        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL).
+
+        Database failures surface as `StorageReadError`, a `SessionStoreError`, so the
+        agent runtime lets them escape an invocation without knowing the database.
+        """
+        try:
+            async with self.engine.connect() as conn:
+                async with conn.begin():
+                    return await fn(conn)
+        except (SQLAlchemyError, OSError) as exc:
+            raise StorageReadError(f"the database read failed: {first_line(exc)}") from exc
 
     async def write(
         self, fn: Callable[[AsyncConnection], Awaitable[T]], *, urgent: bool = False
@@ -201,13 +208,12 @@ class SqlGate:
                 return await self._write_once(fn)
             except DBAPIError as exc:
                 if not is_retryable(exc) or attempt == MAX_WRITE_ATTEMPTS:
-                    failure = _write_error(exc)
-                    if failure is exc:
-                        raise
-                    raise failure from exc
+                    raise _write_error(exc) from exc
                 delay = _RETRY_BASE_DELAY_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
                 log.info("write contended (%s); retry %d in %.3fs", exc.orig, attempt, delay)
                 await asyncio.sleep(delay)
+            except (SQLAlchemyError, OSError) as exc:
+                raise StorageWriteError(f"the database write failed: {first_line(exc)}") from exc
         raise AssertionError("unreachable")
 
     async def _write_once(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
@@ -215,9 +221,16 @@ class SqlGate:
             return await fn(conn)
 
 
-def _write_error(exc: DBAPIError) -> Exception:
-    """Turn a final write failure into a one-line message when we can name its cause."""
-    message = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+def first_line(exc: BaseException) -> str:
+    """The first line of a database error (the driver's own message when there is one)."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _write_error(exc: DBAPIError) -> StorageWriteError:
+    """Turn a final write failure into a one-line message, naming its cause when we can."""
+    message = first_line(exc)
     lowered = message.lower()
     sqlstate = getattr(exc.orig, "sqlstate", None)
     if sqlstate in _PG_REFUSED_WRITE_SQLSTATES or (
@@ -227,4 +240,4 @@ def _write_error(exc: DBAPIError) -> Exception:
         return StorageWriteError(f"the database refused a write: {message}")
     if is_retryable(exc):
         return StorageWriteError(f"the database stayed locked after retries: {message}")
-    return exc
+    return StorageWriteError(f"the database write failed: {message}")

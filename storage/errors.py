@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from agents.errors import SessionStoreError
 
-class StorageError(RuntimeError):
+
+class StorageError(SessionStoreError):
     """Base class for storage failures that callers may show to a person."""
 
 
@@ -21,3 +23,11 @@ class DatabaseSchemaError(StorageError):
 
 class StorageWriteError(StorageError):
     """A write failed for a reason retrying will not fix (disk full, read-only file)."""
+
+
+class StorageReadError(StorageError):
+    """A read failed (the connection dropped, the file went away)."""
+
+
+class SessionExistsError(ValueError):
+    """A session with this id already exists (another writer created it first)."""

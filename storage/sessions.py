@@ -1,4 +1,4 @@
-"""`SqlSessionService`: the `agents.session_service.SessionService` contract on SQL.
+"""`SqlSessionService`: the `agents.sessions.service.SessionService` contract on SQL.
 
 An append is one short write transaction: lock the session row (`SELECT ... FOR UPDATE`
 on PostgreSQL; SQLite's single writer is taken by `BEGIN IMMEDIATE`), take the next
@@ -21,16 +21,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.events import Event, event_seq
 from agents.metrics import REGISTRY
-from agents.session import Session
-from agents.session_service import SessionNotFoundError
-from agents.state import split_delta, without_temp
+from agents.sessions.service import SessionNotFoundError
+from agents.sessions.session import Session
+from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
+from storage.errors import SessionExistsError
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_users, write_scoped
+from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 
 CORRUPT_EVENTS_METRIC = "storage_corrupt_events_total"
+REGISTRY.describe(CORRUPT_EVENTS_METRIC, "counter", "Stored events skipped as unreadable")
 
 
 def _session_where(app_name: str, user_id: str, session_id: str) -> sa.ColumnElement[bool]:
@@ -74,7 +77,7 @@ class SqlSessionService:
                 .returning(sessions.c.pk)
             )
             if inserted.first() is None:
-                raise ValueError(f"session {sid} already exists")
+                raise SessionExistsError(f"session {sid} already exists")
             await write_scoped(
                 self._gate, conn, app_name=app_name, user_id=user_id, app=app, user=user, now=now
             )
@@ -131,6 +134,36 @@ class SqlSessionService:
 
         return await self._gate.read(tx)
 
+    async def of_thread(
+        self, thread: ThreadRecord, *, since_compaction: bool = False
+    ) -> Session | None:
+        """The session `thread` maps to, or None when it does not exist (yet)."""
+        return await self.get_session(
+            app_name=thread.app_name,
+            user_id=thread.user_id,
+            session_id=thread.session_id,
+            since_compaction=since_compaction,
+        )
+
+    async def ensure_of_thread(
+        self, thread: ThreadRecord, *, since_compaction: bool = False
+    ) -> Session:
+        """The session `thread` maps to, created empty when missing: a thread is mapped
+        before its session is written. Insert-or-get: when another process creates it
+        between the read and the insert, that session is returned."""
+        session = await self.of_thread(thread, since_compaction=since_compaction)
+        if session is not None:
+            return session
+        try:
+            return await self.create_session(
+                app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+            )
+        except SessionExistsError:
+            session = await self.of_thread(thread, since_compaction=since_compaction)
+            if session is None:
+                raise
+            return session
+
     async def append_event(self, session: Session, event: Event) -> Event:
         delta = without_temp(event.actions.state_delta)
         actions = event.actions.model_copy(update={"state_delta": delta})
@@ -156,8 +189,8 @@ class SqlSessionService:
                     invocation_id=stored.invocation_id,
                     author=stored.author,
                     timestamp=stored.timestamp,
-                    slack_ts=stored.slack_ts,
                     data=stored.model_dump_json(),
+                    custom_metadata=dict(stored.custom_metadata) or None,
                 )
             )
             changes: dict[str, Any] = {"last_seq": seq, "updated_at": stored.timestamp}

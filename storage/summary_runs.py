@@ -4,6 +4,7 @@ seed asks to track (first-attempt pass rate, fallback rate, cost per summary).""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -14,18 +15,38 @@ from storage.schema import summary_runs
 
 
 class SummaryRun(Protocol):
-    """What `SummaryRunStore.add` reads from a run; any object with these attributes."""
+    """What `SummaryRunStore.add` reads from a run; any object with these attributes
+    (read-only here, so a frozen dataclass fits)."""
 
-    session_id: str
-    first_attempt_pass: bool
-    fallback: bool
-    attempts: int
-    problems: list[str]
-    prompt_tokens: int
-    completion_tokens: int
-    cost: float
-    latency_s: float
-    model: str | None
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def first_attempt_pass(self) -> bool: ...
+
+    @property
+    def fallback(self) -> bool: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    @property
+    def problems(self) -> Sequence[object]: ...
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+    @property
+    def cost(self) -> float: ...
+
+    @property
+    def latency_s(self) -> float: ...
+
+    @property
+    def model(self) -> str | None: ...
 
 
 class SummaryRunStore:

@@ -1,17 +1,27 @@
 """The summary agent: cited handoff records, a deterministic validator, one retry.
 
-`SummaryService(model).summarize(session)` returns a validated `Summary` or a typed
-`NoSummary`; never unchecked text. Render a record with `to_text`, `to_blocks`, `to_json`.
+`SummaryService(model, aids=SmallModelAids(...)).summarize(session)` returns a validated
+`Summary` or a typed `NoSummary`; never unchecked text. Problems are typed `Problem`s.
+Render a record with `to_text` or `to_json`; transports build their own views from it.
 """
 
 from agents.summary.agent import INSTRUCTION, SUMMARIZER_NAME, build_summary_agent
+from agents.summary.aids.policy import SmallModelAids
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity, EntityExtractor, EntityPattern, pattern
 from agents.summary.metrics import SummaryRun, SummaryRunSink
-from agents.summary.record import MAX_SOURCES, HandoffRecord, Item, response_schema
-from agents.summary.render import to_blocks, to_json, to_text
-from agents.summary.service import Attempt, NoSummary, Summary, SummaryResult, SummaryService
+from agents.summary.problems import Problem, ProblemKind
+from agents.summary.record import (
+    MAX_SOURCES,
+    HandoffRecord,
+    Item,
+    response_schema,
+)
+from agents.summary.render import to_json, to_text
+from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
+from agents.summary.service import SummaryService
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import ValidationResult, Validator, label_user_claims
 
 __all__ = [
     "INSTRUCTION",
@@ -24,8 +34,11 @@ __all__ = [
     "HandoffRecord",
     "Item",
     "NoSummary",
+    "Problem",
+    "ProblemKind",
     "RenderOptions",
     "RenderedTranscript",
+    "SmallModelAids",
     "Summary",
     "SummaryResult",
     "SummaryRun",
@@ -38,7 +51,6 @@ __all__ = [
     "pattern",
     "render_transcript",
     "response_schema",
-    "to_blocks",
     "to_json",
     "to_text",
 ]

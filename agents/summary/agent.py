@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from agents.context import InvocationContext
 from agents.llm_agent import LlmAgent
-from agents.models.base import GenerateConfig, Model
-from agents.summary.record import MAX_SOURCES, HandoffSchema
+from agents.models.base import GenerateConfig, LlmRequest, Model
+from agents.summary.record import MAX_SOURCES, response_schema
 
 SUMMARIZER_NAME = "session_summarizer"
 
@@ -59,26 +62,57 @@ Answer:
 INSTRUCTION += EXAMPLE
 
 
+class AnswerAgent(LlmAgent):
+    """A tool-less, history-less agent that asks the model for JSON matching `schema`.
+
+    The schema goes to the model (constrained decoders honour it), but the answer is not
+    checked here: the summary validator parses it once and names what is wrong.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: Model | str,
+        instruction: str,
+        schema: dict[str, Any],
+        generate_config: GenerateConfig,
+        description: str = "",
+    ) -> None:
+        super().__init__(
+            name=name,
+            description=description,
+            model=model,
+            instruction=instruction,
+            include_contents="none",
+            disallow_transfer_to_parent=True,
+            disallow_transfer_to_peers=True,
+            generate_config=generate_config,
+        )
+        self.schema = schema
+
+    async def build_request(self, ctx: InvocationContext, model: Model) -> LlmRequest:
+        request = await super().build_request(ctx, model)
+        return request.model_copy(update={"response_schema": self.schema})
+
+
 def build_summary_agent(
     model: Model | str,
     *,
     max_tokens: int | None = None,
     repetition_penalty: float | None = None,
     instruction: str = INSTRUCTION,
-) -> LlmAgent:
+) -> AnswerAgent:
     """The summariser agent for one summary: temperature 0, output capped at `max_tokens`.
 
     `repetition_penalty` is for local models, which loop more readily than hosted ones.
     """
-    return LlmAgent(
+    return AnswerAgent(
         name=SUMMARIZER_NAME,
         description="Summarises a finished session into a checked handoff record.",
         model=model,
         instruction=instruction,
-        include_contents="none",
-        disallow_transfer_to_parent=True,
-        disallow_transfer_to_peers=True,
-        output_schema=HandoffSchema,
+        schema=response_schema(),
         generate_config=GenerateConfig(
             temperature=0.0, max_tokens=max_tokens, repetition_penalty=repetition_penalty
         ),

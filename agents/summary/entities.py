@@ -11,7 +11,6 @@ Quality is measured by `bench/entity_extractor.py`, not guessed.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -343,8 +342,3 @@ def mask_text(text: str, entities: Iterable[Entity]) -> str:
             escaped = re.escape(entity.value)
             text = re.sub(rf"{_BEFORE}{escaped}{_AFTER}", entity.masked, text)
     return text
-
-
-def payload_text(payload: Any) -> str:
-    """A tool payload as compact JSON text, for substring checks."""
-    return json.dumps(payload, ensure_ascii=False, default=str)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from agents.metrics import REGISTRY
+from agents.summary.problems import Problem
 
 SUMMARIES_TOTAL = "support_bot_summaries_total"
 SUMMARY_PROBLEMS_TOTAL = "support_bot_summary_problems_total"
@@ -43,7 +44,7 @@ class SummaryRun:
     first_attempt_pass: bool
     fallback: bool
     attempts: int
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
@@ -56,36 +57,16 @@ class SummaryRun:
 class SummaryRunSink(Protocol):
     """Where `SummaryRun`s go (storage's `SummaryRunStore` implements it)."""
 
-    async def add(self, run: SummaryRun) -> None: ...
+    async def add(self, run: SummaryRun) -> object:
+        """Record `run`; whatever the sink answers (a row id, say) is ignored."""
+        ...
 
 
-def problem_kind(problem: str) -> str:
-    """A low-cardinality label for a problem sentence (for the problems counter)."""
-    for needle, kind in (
-        ("dropped entity", "dropped_entity"),
-        ("does not mention", "irrelevant_source"),
-        ("do not mention", "irrelevant_source"),
-        ("not support", "irrelevant_source"),
-        ("is not in the transcript", "unknown_source"),
-        ("has no sources", "no_sources"),
-        ("cite at most", "over_cited"),
-        ("possibly answered", "answered_question"),
-        ("missing commitment", "missing_commitment"),
-        ("sensitive", "sensitive_value"),
-        ("loops", "loop"),
-        ("cut off", "cut_off"),
-        ("model call failed", "model_error"),
-    ):
-        if needle in problem:
-            return kind
-    return "malformed"
-
-
-def count_attempt(problems: list[str]) -> None:
-    """Count one validated model attempt and each of its problems."""
+def count_attempt(problems: list[Problem]) -> None:
+    """Count one validated model attempt and each of its problems, by `Problem.kind`."""
     REGISTRY.inc(SUMMARY_ATTEMPTS_TOTAL, result="pass" if not problems else "fail")
     for problem in problems:
-        REGISTRY.inc(SUMMARY_PROBLEMS_TOTAL, kind=problem_kind(problem))
+        REGISTRY.inc(SUMMARY_PROBLEMS_TOTAL, kind=problem.kind.value)
 
 
 def count_run(run: SummaryRun) -> None:

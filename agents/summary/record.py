@@ -19,8 +19,9 @@ SECTIONS = ("facts", "decisions", "commitments", "open_questions")
 class Item(BaseModel):
     """One statement of the record and the events that support it.
 
-    `user_claim` is never taken from the model: the service sets it when every cited
-    event is user-authored, so a user's say-so never reads as a verified fact.
+    `user_claim` is never taken from the model: the service sets it
+    (`agents.summary.checks.claims`) unless agent sources state everything the item does, so a
+    user's say-so never reads as a verified fact.
     """
 
     model_config = ConfigDict(extra="ignore")

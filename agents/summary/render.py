@@ -1,21 +1,17 @@
-"""Renderings of a validated record: plain text, Slack Block Kit, JSON.
+"""Renderings of a validated record: plain text and JSON (richer views are the transport's).
 
 Prose is always generated from the record, never the reverse. User claims are marked
-in every rendering; commitments stand out, because they are the most expensive thing
-for the next reader to miss.
+in every rendering.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from agents.events import Event
 from agents.summary.record import HandoffRecord, Item
 
-# The reading order of a handoff; commitments stand out in Block Kit instead, because a
-# broken promise costs more than a missed fact.
+# The reading order of a handoff.
 ORDER = (
     ("facts", "Facts"),
     ("decisions", "Decisions"),
@@ -23,7 +19,6 @@ ORDER = (
     ("open_questions", "Open questions"),
 )
 CLAIM_LABEL = "user claim, unverified"
-LinkFor = Callable[[Event], "str | None"]
 
 
 def to_json(record: HandoffRecord) -> dict[str, Any]:
@@ -32,6 +27,7 @@ def to_json(record: HandoffRecord) -> dict[str, Any]:
 
 
 def to_json_text(record: HandoffRecord) -> str:
+    """The record as indented JSON text."""
     return json.dumps(to_json(record), ensure_ascii=False, indent=2)
 
 
@@ -51,59 +47,3 @@ def to_text(record: HandoffRecord, *, source_session_id: str | None = None) -> s
         lines.append(f"{title}:")
         lines.extend(_item_line(item) for item in items)
     return "\n".join(lines)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _source_refs(item: Item, events: dict[str, Event], link_for: LinkFor | None) -> str:
-    refs = []
-    for source in item.sources:
-        event = events.get(source)
-        url = link_for(event) if (link_for is not None and event is not None) else None
-        refs.append(f"<{url}|{source}>" if url else source)
-    return ", ".join(refs)
-
-
-def to_blocks(
-    record: HandoffRecord,
-    *,
-    events: Sequence[Event] = (),
-    link_for: LinkFor | None = None,
-    title: str = "Handoff summary",
-) -> list[dict[str, Any]]:
-    """Slack Block Kit blocks; each source links to its Slack message when `link_for` gives one."""
-    by_id = {event.id: event for event in events}
-    blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"*Goal:* {_escape(record.goal)}"}},
-    ]
-    for section, heading in ORDER:
-        items: list[Item] = getattr(record, section)
-        if not items:
-            continue
-        lines = []
-        for item in items:
-            claim = f"_{CLAIM_LABEL}:_ " if item.user_claim else ""
-            text = _escape(item.text)
-            if section == "commitments":
-                text = f"*{text}*"
-            lines.append(f"• {claim}{text} ({_source_refs(item, by_id, link_for)})")
-        marker = ":handshake: " if section == "commitments" else ""
-        body = f"{marker}*{heading}*\n" + "\n".join(lines)
-        # Slack caps a section's text at 3,000 characters.
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:3000]}})
-    if any(item.user_claim for _, _, item in record.items()):
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": f"_{CLAIM_LABEL}_: supported only by what the user wrote.",
-                    }
-                ],
-            }
-        )
-    return blocks

@@ -1,9 +1,10 @@
-"""SummaryService: render, summarise, validate, retry once, and never return unchecked text.
+"""SummaryService: render, summarise, repair, validate, retry once; never unchecked text.
 
 Each summary builds the summariser agent (its output budget is sized to the transcript)
-and runs it with an ordinary `Runner` in a fresh temporary in-memory session, deleted
-afterwards so nothing accumulates. A failed validation is retried once with the problems
-appended to the request; a second failure is a typed `NoSummary`.
+and asks it through `ModelCalls` (an ordinary `Runner` over a temporary session). The
+parsed draft goes through the model's `SmallModelAids` repairs, then the validator. A
+failed validation is retried once with the problems appended to the request; a second
+failure is a typed `NoSummary`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import replace
 
 from agents.events import Event, Usage
-from agents.models.base import GenerateConfig, Model
-from agents.runner import Runner
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionService
-from agents.summary.agent import SUMMARIZER_NAME, build_summary_agent
-from agents.summary.checklist import build_checklist
-from agents.summary.completion import complete_record
-from agents.summary.entities import EntityExtractor
+from agents.models.base import Model
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
+from agents.summary.agent import build_summary_agent
+from agents.summary.aids.policy import SmallModelAids
+from agents.summary.call import Ask, ModelCalls
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.checks.validator import ValidationResult, Validator
+from agents.summary.entities import Entity, EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
     NO_SESSION,
@@ -33,82 +34,14 @@ from agents.summary.metrics import (
     count_attempt,
     count_run,
 )
-from agents.summary.record import HandoffRecord
+from agents.summary.problems import Problem, ProblemKind
+from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
+from agents.summary.retry import first_message, retry_message
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import (
-    ValidationResult,
-    Validator,
-    label_user_claims,
-    parse_record,
-    record_json,
-)
 
 logger = logging.getLogger(__name__)
 
-DROPPED = "dropped entity "  # the validator's recall problem, as the seed words it
 MAX_ATTEMPTS = 2  # the first answer and one retry with its problems appended
-RETRY_HEADER = "Your previous answer was rejected. Fix every problem below and answer again:"
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One model answer and what the validator made of it."""
-
-    problems: list[str]
-    usage: Usage
-    cut_off: bool = False
-    looped: bool = False
-    malformed: bool = False
-    relevance_failures: int = 0
-    items: int = 0
-    citations: int = 0
-    valid_citations: int = 0
-    completed_items: int = 0
-    grounded_items: int = 0
-    withheld_items: int = 0
-    # What a second validator (the seed's, in evaluations) said of the same answer.
-    shadow_problems: tuple[str, ...] | None = None
-
-    @property
-    def passed(self) -> bool:
-        return not self.problems
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A validated handoff record. `metadata` says what the rendering did to fit."""
-
-    session_id: str
-    record: HandoffRecord
-    attempts: int
-    usage: Usage
-    problems_first_attempt: list[str]
-    latency_s: float
-    metadata: dict[str, Any] = field(default_factory=dict)
-    attempt_log: tuple[Attempt, ...] = ()
-
-    @property
-    def no_high_value_entities(self) -> bool:
-        return bool(self.metadata.get("no_high_value_entities"))
-
-
-@dataclass(frozen=True)
-class NoSummary:
-    """No summary: both attempts failed (or there was nothing to summarise). Use the raw
-    transcript or ask a human; the unchecked text is deliberately not kept."""
-
-    session_id: str
-    problems: list[str]
-    attempts: int
-    usage: Usage
-    problems_first_attempt: list[str]
-    latency_s: float
-    reason: str = "validation_failed"
-    metadata: dict[str, Any] = field(default_factory=dict)
-    attempt_log: tuple[Attempt, ...] = ()
-
-
-SummaryResult = Summary | NoSummary
 
 
 def output_budget(transcript_tokens: int, *, floor: int = 512, ceiling: int = 2048) -> int:
@@ -119,38 +52,29 @@ def output_budget(transcript_tokens: int, *, floor: int = 512, ceiling: int = 20
 class SummaryService:
     """Summarises sessions into validated `HandoffRecord`s.
 
-    `model` is a `Model` or a litellm model string (`SUMMARY_MODEL`), resolved by the
-    runner's `model_factory`. `sink.add(run)` receives a `SummaryRun` per summary.
+    `model` is a `Model` or a litellm model string (`SUMMARY_MODEL`), resolved by
+    `model_factory`. `aids` is what this model gets to help it (see `SmallModelAids`).
+    `sink.add(run)` receives a `SummaryRun` per summary.
     """
 
     def __init__(
         self,
         model: Model | str,
         *,
+        aids: SmallModelAids | None = None,
         validator: Validator | None = None,
         extractor: EntityExtractor | None = None,
         render_options: RenderOptions | None = None,
         sink: SummaryRunSink | None = None,
         model_factory: Callable[[str], Model] | None = None,
-        repetition_penalty: float | None = None,
-        max_output_tokens: int = 2048,
-        shadow_validator: Validator | None = None,
-        complete_coverage: bool = False,
     ) -> None:
         self.model = model
+        self.aids = aids or SmallModelAids()
         self.extractor = extractor or EntityExtractor()
         self.validator = validator or Validator(extractor=self.extractor)
         self.render_options = render_options or RenderOptions()
         self.sink = sink
-        self.model_factory = model_factory
-        self.repetition_penalty = repetition_penalty
-        self.max_output_tokens = max_output_tokens
-        # Scores each first answer too, without deciding anything: for side-by-side runs.
-        self.shadow_validator = shadow_validator
-        # One small call per checklist line the draft missed (for small local models).
-        self.complete_coverage = complete_coverage
-        # Temporary summariser sessions live here only while their summary runs.
-        self.session_service = InMemorySessionService()
+        self.calls = ModelCalls(model_factory)
 
     @property
     def model_name(self) -> str:
@@ -178,52 +102,93 @@ class SummaryService:
         started = time.perf_counter()
         entities = self.extractor.extract(events)
         rendered = render_transcript(events, self.render_options, mask=entities)
-        max_tokens = min(self.max_output_tokens, output_budget(rendered.tokens))
-        runner = Runner(
-            agent=build_summary_agent(
-                self.model, max_tokens=max_tokens, repetition_penalty=self.repetition_penalty
-            ),
-            app_name="summarizer",
-            session_service=self.session_service,
-            model_factory=self.model_factory,
-            max_model_calls=1,
-        )
-        temp = await self.session_service.create_session(
-            app_name="summarizer", user_id="summarizer"
-        )
+        max_tokens = output_budget(rendered.tokens)
+        plan = self.aids.plan(events, entities, rendered)
         attempts: list[Attempt] = []
         checked: ValidationResult | None = None
-        plan = build_checklist(events, entities, visible=rendered.text)
-        hints, where = plan.text(), plan.locations()
-        message = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
-        try:
+        async with self.calls.session() as ask:
+            message = first_message(rendered, plan)
             for _ in range(MAX_ATTEMPTS):
                 checked, attempt = await self._attempt(
-                    runner, temp.id, message, events, rendered, entities, shadow=not attempts
+                    ask, message, max_tokens, events, rendered, entities
                 )
                 attempts.append(attempt)
                 count_attempt(checked.problems)
                 if checked.passed:
                     break
-                message = _retry_message(rendered, hints, checked.problems, where)
-        finally:
-            await self.session_service.delete_session(
-                app_name="summarizer", user_id="summarizer", session_id=temp.id
-            )
+                message = retry_message(rendered, plan, checked.problems)
         assert checked is not None
-        usage = sum((a.usage for a in attempts), Usage())
         metadata = {
             **rendered.metadata,
             "max_output_tokens": max_tokens,
-            "high_value_entities": checked.high_value,
+            "high_value_entities": list(checked.high_value),
             "no_high_value_entities": checked.no_high_value_entities,
         }
-        latency = time.perf_counter() - started
+        return await self._finish(
+            session_id, events, checked, attempts, metadata, time.perf_counter() - started
+        )
+
+    async def _attempt(
+        self,
+        ask: Ask,
+        message: str,
+        max_tokens: int,
+        events: list[Event],
+        rendered: RenderedTranscript,
+        entities: list[Entity],
+    ) -> tuple[ValidationResult, Attempt]:
+        """One draft: asked, parsed once, repaired by the aids, validated. A failed call
+        is a problem of its own."""
+        agent = build_summary_agent(
+            self.model, max_tokens=max_tokens, repetition_penalty=self.aids.repetition_penalty
+        )
+        answer = await ask(agent, message)
+        if answer.failed:
+            detail = f"model call failed ({answer.error_code}): {answer.error_message[:200]}"
+            problem = Problem(ProblemKind.MODEL_ERROR, (), detail)
+            failed = ValidationResult(record=None, problems=[problem], malformed=True)
+            return failed, _attempt_log(failed, answer.usage)
+        parsed = self.validator.parse(answer.text, finish_reason=answer.finish_reason)
+        usage, repaired = answer.usage, None
+        if parsed.record is not None:
+            repaired = await self.aids.repair(
+                parsed.record,
+                ask=ask,
+                model=self.model,
+                events=events,
+                rendered=rendered,
+                entities=entities,
+                extractor=self.extractor,
+            )
+            usage = usage + repaired.usage
+            parsed = replace(parsed, record=repaired.record)
+        checked = self.validator.check(parsed, events, rendered=rendered, entities=entities)
+        if repaired is None:
+            return checked, _attempt_log(checked, usage)
+        return checked, _attempt_log(
+            checked,
+            usage,
+            completed=repaired.completed,
+            grounded=repaired.grounded,
+            withheld=repaired.withheld,
+        )
+
+    async def _finish(
+        self,
+        session_id: str,
+        events: list[Event],
+        checked: ValidationResult,
+        attempts: list[Attempt],
+        metadata: dict[str, object],
+        latency: float,
+    ) -> SummaryResult:
+        """The result of the attempts, recorded."""
+        usage = sum((a.usage for a in attempts), Usage())
         result: SummaryResult
         if checked.passed and checked.record is not None:
             result = Summary(
                 session_id=session_id,
-                record=label_user_claims(checked.record, events),
+                record=label_user_claims(checked.record, events, extractor=self.extractor),
                 attempts=len(attempts),
                 usage=usage,
                 problems_first_attempt=attempts[0].problems,
@@ -262,86 +227,8 @@ class SummaryService:
         )
         return result
 
-    async def _attempt(
-        self,
-        runner: Runner,
-        temp_session_id: str,
-        message: str,
-        events: list[Event],
-        rendered: RenderedTranscript,
-        entities: list[Any],
-        *,
-        shadow: bool = False,
-    ) -> tuple[ValidationResult, Attempt]:
-        """One model call through the runner (plus, with `complete_coverage`, the calls
-        that fill the draft's gaps), validated and logged; with `shadow`, scored by the
-        shadow validator too. Runner failures become problems."""
-        usage = Usage()
-        final: Event | None = None
-        async for event in runner.run_async(
-            user_id="summarizer", session_id=temp_session_id, message=message
-        ):
-            if event.author != SUMMARIZER_NAME:
-                continue
-            if event.usage is not None:
-                usage = usage + event.usage
-            final = event
-        # "invalid_output" is the agent's own schema check; the validator names it better.
-        if final is None or final.error_code not in (None, "invalid_output"):
-            code = final.error_code if final is not None else "no_answer"
-            detail = (final.error_message or "") if final is not None else ""
-            failed = ValidationResult(record=None, malformed=True)
-            failed.problems.append(f"model call failed ({code}): {detail[:200]}")
-            return failed, _attempt_log(failed, usage, tuple(failed.problems) if shadow else None)
-        text, completed = final.text, 0
-        if self.complete_coverage:
-            text, completed, extra = await self._complete(text, events, rendered, entities)
-            usage = usage + extra
-        checked = self.validator.validate(
-            text,
-            events,
-            rendered=rendered,
-            entities=entities,
-            finish_reason=final.finish_reason,
-        )
-        shadow_problems = None
-        if shadow and self.shadow_validator is not None:
-            shadow_problems = tuple(
-                self.shadow_validator.validate(
-                    text,
-                    events,
-                    rendered=rendered,
-                    entities=entities,
-                    finish_reason=final.finish_reason,
-                ).problems
-            )
-        return checked, _attempt_log(checked, usage, shadow_problems, completed)
-
-    async def _complete(
-        self,
-        text: str,
-        events: list[Event],
-        rendered: RenderedTranscript,
-        entities: list[Any],
-    ) -> tuple[str, int, Usage]:
-        """The draft with its checklist gaps filled (`agents.summary.completion`); a draft
-        that does not parse is returned as it is, for the validator to name."""
-        record = parse_record(text)
-        model = self._resolved_model()
-        if record is None or model is None:
-            return text, 0, Usage()
-        config = GenerateConfig(temperature=0.0, repetition_penalty=self.repetition_penalty)
-        done = await complete_record(model, record, events, rendered, entities, config=config)
-        if not done.added:
-            return text, 0, done.usage
-        return record_json(done.record), done.added, done.usage
-
-    def _resolved_model(self) -> Model | None:
-        if not isinstance(self.model, str):
-            return self.model
-        return self.model_factory(self.model) if self.model_factory is not None else None
-
-    async def _finish_empty(self, session_id: str, problem: str) -> NoSummary:
+    async def _finish_empty(self, session_id: str, message: str) -> NoSummary:
+        problem = Problem(ProblemKind.NO_SESSION, (session_id,), message)
         run = SummaryRun(
             session_id=session_id,
             first_attempt_pass=False,
@@ -373,34 +260,13 @@ class SummaryService:
             logger.warning("summary run sink failed for %s", run.session_id, exc_info=True)
 
 
-def _retry_message(
-    rendered: RenderedTranscript,
-    hints: str,
-    problems: list[str],
-    where: dict[str, str] | None = None,
-) -> str:
-    """The same request with the problems appended; a dropped value says where it is.
-
-    The rejected answer is deliberately not shown: measured on the embedded model, a
-    small model shown its answer copies it, problems and all, instead of fixing it.
-    """
-    where = where or {}
-    named = []
-    for problem in problems[:30]:
-        value = problem.removeprefix(DROPPED)
-        if problem.startswith(DROPPED) and value.casefold() in where:
-            problem += f": add an item citing {where[value.casefold()]} that states it"
-        named.append(problem)
-    listed = "\n".join(f"- {p}" for p in named)
-    body = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
-    return f"{body}\n\n{RETRY_HEADER}\n{listed}"
-
-
 def _attempt_log(
     checked: ValidationResult,
     usage: Usage,
-    shadow: tuple[str, ...] | None = None,
+    *,
     completed: int = 0,
+    grounded: int = 0,
+    withheld: int = 0,
 ) -> Attempt:
     record = checked.record
     items = record.items() if record is not None else []
@@ -415,7 +281,6 @@ def _attempt_log(
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
         completed_items=completed,
-        grounded_items=checked.grounded_items,
-        withheld_items=checked.withheld_items,
-        shadow_problems=shadow,
+        grounded_items=grounded,
+        withheld_items=withheld,
     )

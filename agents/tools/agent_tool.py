@@ -11,8 +11,8 @@ from agents.base_agent import BaseAgent
 from agents.context import InvocationContext, ToolContext
 from agents.events import Event, Part, new_invocation_id
 from agents.models.base import ToolDeclaration
-from agents.session_service import InMemorySessionService
-from agents.state import TEMP_PREFIX
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.state import TEMP_PREFIX
 from agents.tools.base_tool import BaseTool, ToolError
 
 
@@ -79,6 +79,8 @@ class AgentTool(BaseTool):
             default_model=caller.default_model,
             model_factory=caller.model_factory,
             temp_state={k: v for k, v in state.items() if k.startswith(TEMP_PREFIX)},
+            plugins=caller.plugins,
+            custom_metadata=caller.custom_metadata,
         )
         final: Event | None = None
         try:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.errors import AgentTreeError
-from agents.events import Event
+from agents.events import Event, EventActions, LoopExit, LoopExitReason
 
 
 class LoopAgent(BaseAgent):
@@ -15,6 +15,7 @@ class LoopAgent(BaseAgent):
 
     It stops after `max_iterations` rounds, or after the child that produced an event
     carrying `escalate` finishes. `max_iterations` is required: every loop is bounded.
+    Its last event carries `actions.loop_exit`: why it stopped, after how many rounds.
     """
 
     def __init__(
@@ -31,11 +32,22 @@ class LoopAgent(BaseAgent):
         self.max_iterations = max_iterations
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
-        for _ in range(self.max_iterations):
+        reason: LoopExitReason = "max_iterations"
+        iteration = 0
+        while iteration < self.max_iterations and reason == "max_iterations":
+            iteration += 1
             for child in self.sub_agents:
                 escalated = False
                 async for event in child.run_async(ctx):
                     escalated = escalated or event.actions.escalate
                     yield event
                 if escalated or ctx.end_invocation:
-                    return
+                    reason = "escalated" if escalated else "invocation_ended"
+                    break
+        # An empty event that only records why the loop stopped: models never see it.
+        yield Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            actions=EventActions(loop_exit=LoopExit(reason=reason, iterations=iteration)),
+        )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.config import Settings
 from bot.digests.job import DigestJob
+from storage.database import Database
 
 logger = logging.getLogger(__name__)
 
@@ -24,13 +24,13 @@ async def digest_pass(job: DigestJob) -> None:
         logger.info("digest pass", extra={"digests": counts})
 
 
-async def purge_deliveries(db: Any, retention_seconds: float) -> None:
+async def purge_deliveries(db: Database, retention_seconds: float) -> None:
     removed = await db.deliveries.purge(time.time() - retention_seconds)
     if removed:
         logger.info("expired processed deliveries", extra={"removed": removed})
 
 
-def start_scheduler(settings: Settings, db: Any, job: DigestJob) -> AsyncIOScheduler:
+def start_scheduler(settings: Settings, db: Database, job: DigestJob) -> AsyncIOScheduler:
     """Start the jobs. Digest passes run one at a time (`max_instances=1`), missed runs
     fold into one (`coalesce`), and a late run is still taken within a grace time.
     Call from the running event loop; stop with `shutdown(wait=False)`."""

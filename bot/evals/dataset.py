@@ -25,7 +25,7 @@ class ExpectedEntity:
 
 
 @dataclass(frozen=True)
-class Conversation:
+class LabelledConversation:
     """One dataset row: its events (not yet appended anywhere) and expected entities."""
 
     id: str
@@ -34,7 +34,7 @@ class Conversation:
     expected: tuple[ExpectedEntity, ...]
 
 
-def load_conversations(path: str | Path) -> Iterator[Conversation]:
+def load_conversations(path: str | Path) -> Iterator[LabelledConversation]:
     """Yield every conversation of a jsonl file."""
     with Path(path).open(encoding="utf-8") as handle:
         for line in handle:
@@ -42,7 +42,7 @@ def load_conversations(path: str | Path) -> Iterator[Conversation]:
                 yield conversation_from_row(json.loads(line))
 
 
-def conversation_from_row(row: dict[str, Any]) -> Conversation:
+def conversation_from_row(row: dict[str, Any]) -> LabelledConversation:
     """Map one row: user -> "user", agent -> `AGENT_NAME`, tool -> call event + response event.
 
     Ids are left empty so a session service assigns them on append; a tool row becomes two
@@ -91,7 +91,7 @@ def conversation_from_row(row: dict[str, Any]) -> Conversation:
         )
         for e in row.get("expected_entities", [])
     )
-    return Conversation(
+    return LabelledConversation(
         id=str(row.get("id")),
         source=str(row.get("source", "")),
         events=tuple(events),

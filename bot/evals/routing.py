@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequenc
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from agents.base_agent import BaseAgent
 from agents.decision import Decision, decides_first, observe_decisions
@@ -27,8 +27,8 @@ from agents.events import Event
 from agents.models.base import LlmRequest, LlmResponse, Model
 from agents.pretend_actions import PretendAction, find_pretend_action
 from agents.runner import Runner
-from agents.session_service import InMemorySessionService
-from bot.slack.conversation import Outcome
+from agents.sessions.service import InMemorySessionService
+from bot.threads.turn import TurnOutcome
 
 DEFAULT_ROUTES = {
     "billing": "billing_agent",
@@ -255,7 +255,7 @@ async def evaluate_routing(
     *,
     tree: Callable[[], BaseAgent],
     routes: RouteMap,
-    model_factory: Any = None,
+    model_factory: Callable[[str], Model] | None = None,
     progress: Callable[[int, int], None] | None = None,
     policy_tool: str = "policy_checker",
     route_only: bool = False,
@@ -278,12 +278,13 @@ async def evaluate_routing(
     )
     for done, case in enumerate(cases, start=1):
         session = await sessions.create_session(app_name=EVAL_APP, user_id="eval")
-        outcome = Outcome()
+        outcome = TurnOutcome()
         decisions: list[Decision] = []
         caught: list[PretendAction] = []
         called: set[str] = set()
         routed: str | None = None
-        # A generator, closed at once when route-only stops early.
+        # Not `run_turn`: route-only stops mid-invocation (the generator is closed at
+        # once) and every tool call is counted, so the events are watched here.
         run = cast(
             AsyncGenerator[Event, None],
             runner.run_async(user_id="eval", session_id=session.id, message=case.message),
@@ -306,7 +307,7 @@ async def evaluate_routing(
         reply = ""
         if routed is not None:
             answered = owning_branch(root, routed)
-        elif outcome.error is None and outcome.reply is not None:
+        elif outcome.reply is not None and outcome.answered:
             answered = owning_branch(root, outcome.reply.author)
             reply = outcome.reply.text
         first = next((d for d in decisions if d.agent == root.name), None)

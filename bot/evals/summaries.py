@@ -6,7 +6,8 @@ Each conversation becomes a real session (user -> "user", agent -> `support_agen
 recall of the expected high-value entities by passing records, citation validity, mean
 sources per item, relevance failures caught, seconds and cost per summary.
 Conversations with no high-value entity to recall are counted separately, so they
-cannot inflate the recall figure.
+cannot inflate the recall figure. A `ShadowValidator` scores each first answer with a
+second validator (the seed's) alongside, deciding nothing.
 """
 
 from __future__ import annotations
@@ -15,17 +16,22 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
+from agents.sessions.session import Session
 from agents.summary.entities import ID_TYPES, Entity, mentions
-from agents.summary.service import Summary, SummaryResult, SummaryService
-from bot.evals.dataset import Conversation
+from agents.summary.problems import Problem, ProblemKind
+from agents.summary.results import Summary, SummaryResult
+from agents.summary.service import SummaryService
+from bot.evals.dataset import LabelledConversation
+from bot.evals.shadow import ShadowValidator
 
 HIGH_VALUE_TYPES = frozenset({*ID_TYPES, "amount", "email", "date", "flight_number"})
 EVAL_APP = "summary_eval"
 
 
-def select_every_nth(conversations: Sequence[Conversation], count: int) -> list[Conversation]:
+def select_every_nth(
+    conversations: Sequence[LabelledConversation], count: int
+) -> list[LabelledConversation]:
     """The fixed selection rule: every (len // count)-th conversation in file order from the
     first, so 40 of 200 are indices 0, 5, ..., 195 (all sources, in their file proportions)."""
     if count <= 0 or count >= len(conversations):
@@ -35,7 +41,7 @@ def select_every_nth(conversations: Sequence[Conversation], count: int) -> list[
 
 
 async def conversation_session(
-    conversation: Conversation, session_service: SessionService, *, app_name: str = EVAL_APP
+    conversation: LabelledConversation, session_service: SessionService, *, app_name: str = EVAL_APP
 ) -> Session:
     """Append a conversation's events to a new session (ids assigned by the service)."""
     session = await session_service.create_session(
@@ -47,7 +53,7 @@ async def conversation_session(
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ConversationScore:
     """One conversation's scores."""
 
     conversation_id: str
@@ -72,7 +78,7 @@ class Outcome:
     shadow_passed_first: bool | None = None
 
 
-def outcome_line(outcome: Outcome, *, problems: bool = False) -> str:
+def outcome_line(outcome: ConversationScore, *, problems: bool = False) -> str:
     """One conversation's result as a line, for watching a long run; with `problems`,
     its first attempt's problems follow, indented (at most 12)."""
     verdict = (
@@ -94,10 +100,10 @@ def outcome_line(outcome: Outcome, *, problems: bool = False) -> str:
 
 @dataclass
 class EvalReport:
-    """Aggregate figures over a set of `Outcome`s."""
+    """Aggregate figures over a set of `ConversationScore`s."""
 
     label: str
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[ConversationScore] = field(default_factory=list)
 
     def _rate(self, flags: Iterable[bool]) -> float:
         values = list(flags)
@@ -116,7 +122,7 @@ class EvalReport:
         return 1.0 - self.pass_rate if self.outcomes else 0.0
 
     @property
-    def passed_with_entities(self) -> list[Outcome]:
+    def passed_with_entities(self) -> list[ConversationScore]:
         return [o for o in self.outcomes if o.passed and o.expected_high_value]
 
     @property
@@ -189,7 +195,7 @@ class EvalReport:
 
     def source_lines(self) -> list[str]:
         """First-attempt pass, pass and median seconds per source (the id's prefix)."""
-        by_source: dict[str, list[Outcome]] = {}
+        by_source: dict[str, list[ConversationScore]] = {}
         for o in self.outcomes:
             by_source.setdefault(o.conversation_id.split("-", 1)[0], []).append(o)
         if len(by_source) < 2:
@@ -217,7 +223,7 @@ class EvalReport:
         ]
 
 
-def expected_high_value(conversation: Conversation) -> list[Entity]:
+def expected_high_value(conversation: LabelledConversation) -> list[Entity]:
     """The conversation's labelled high-value, non-sensitive entities, one per value."""
     seen: dict[tuple[str, str], Entity] = {}
     for e in conversation.expected:
@@ -228,8 +234,13 @@ def expected_high_value(conversation: Conversation) -> list[Entity]:
     return list(seen.values())
 
 
-def score(conversation: Conversation, result: SummaryResult) -> Outcome:
-    """Score one summary result against the conversation's labels."""
+def score(
+    conversation: LabelledConversation,
+    result: SummaryResult,
+    shadow_problems: list[Problem] | None = None,
+) -> ConversationScore:
+    """Score one summary result against the conversation's labels; `shadow_problems` is
+    what a shadow validator found in its first answer."""
     expected = expected_high_value(conversation)
     recalled = 0
     if isinstance(result, Summary):
@@ -237,7 +248,7 @@ def score(conversation: Conversation, result: SummaryResult) -> Outcome:
         recalled = sum(1 for e in expected if mentions(text, e))
     log = result.attempt_log
     problems = result.problems_first_attempt
-    return Outcome(
+    return ConversationScore(
         conversation_id=conversation.id,
         passed_first=bool(log) and log[0].passed,
         passed=isinstance(result, Summary),
@@ -255,32 +266,45 @@ def score(conversation: Conversation, result: SummaryResult) -> Outcome:
         looped=sum(a.looped for a in log),
         latency_s=result.latency_s,
         cost=result.usage.cost,
-        problems=tuple(problems),
-        shadow_passed_first=(
-            None if not log or log[0].shadow_problems is None else not log[0].shadow_problems
-        ),
+        problems=tuple(str(p) for p in problems),
+        shadow_passed_first=None if shadow_problems is None else not shadow_problems,
     )
 
 
 async def evaluate(
-    conversations: Sequence[Conversation],
+    conversations: Sequence[LabelledConversation],
     service: SummaryService,
     *,
     label: str = "strict",
     progress: Callable[[int, int], None] | None = None,
-    on_outcome: Callable[[Outcome], None] | None = None,
+    on_outcome: Callable[[ConversationScore], None] | None = None,
 ) -> EvalReport:
     """Summarise and score every conversation; `progress(done, total)` and
-    `on_outcome(outcome)` after each, so a long run shows its results as it goes."""
+    `on_outcome(outcome)` after each, so a long run shows its results as it goes. A
+    service whose validator is a `ShadowValidator` gets the shadow's verdicts scored."""
     report = EvalReport(label=label)
     sessions = InMemorySessionService()
+    shadow = service.validator if isinstance(service.validator, ShadowValidator) else None
     for done, conversation in enumerate(conversations, start=1):
         session = await conversation_session(conversation, sessions)
         result = await service.summarize(session)
-        report.outcomes.append(score(conversation, result))
+        shadowed = _shadow_verdict(shadow, result) if shadow is not None else None
+        report.outcomes.append(score(conversation, result, shadowed))
         if on_outcome is not None:
             on_outcome(report.outcomes[-1])
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)
         if progress is not None:
             progress(done, len(conversations))
     return report
+
+
+def _shadow_verdict(shadow: ShadowValidator, result: SummaryResult) -> list[Problem] | None:
+    """The shadow's problems with the first answer; a first attempt whose model call
+    failed reached no validator, and fails under both."""
+    taken = shadow.take()
+    if not result.attempt_log:
+        return None
+    first = result.attempt_log[0]
+    if any(p.kind is ProblemKind.MODEL_ERROR for p in first.problems):
+        return list(first.problems)
+    return taken

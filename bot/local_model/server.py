@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from tqdm import tqdm
 
 from bot.local_model.weights import (
     QWEN_CODER_1_5B,
@@ -38,15 +39,11 @@ from bot.local_model.weights import (
     ensure_weights,
     find_parts,
 )
-from bot.progress import ProgressBar, megabytes
 
 if TYPE_CHECKING:
     from agents.models.litellm_model import LiteLlmModel
 
 logger = logging.getLogger(__name__)
-
-LOCAL_MODEL_NAME = "local"
-"""The MODEL value that selects the embedded model (an unset MODEL does too)."""
 
 # llama.cpp ignores the key; litellm's OpenAI client insists on one. It is distinctive so
 # that redacting it from error messages cannot mangle ordinary words.
@@ -141,6 +138,19 @@ def server_command(
     ]
 
 
+def assembly_bar(spec: LocalModelSpec, stream: TextIO) -> tqdm:
+    """The progress bar shown while the weights file is assembled from its parts (only
+    the first start-up on a machine takes long enough to see it)."""
+    return tqdm(
+        desc=f"assembling {spec.filename}",
+        total=spec.size,
+        unit="B",
+        unit_scale=True,
+        file=stream,
+        delay=0.5,  # nothing at all when the file is already there
+    )
+
+
 class LocalModelServer:
     """A managed local model server: assemble the weights if needed, start, wait, stop.
 
@@ -222,12 +232,13 @@ class LocalModelServer:
                 self.log_path.unlink(missing_ok=True)
 
     async def _default_command(self) -> list[str]:
-        bar = ProgressBar(
-            f"assembling {self.spec.filename}", stream=self.stderr, steps=4, detail=megabytes
-        )
-        weights = await asyncio.to_thread(
-            ensure_weights, self.spec, self.settings.dir, progress=bar
-        )
+        with assembly_bar(self.spec, self.stderr) as bar:
+            weights = await asyncio.to_thread(
+                ensure_weights,
+                self.spec,
+                self.settings.dir,
+                progress=lambda done, _total: bar.update(done - bar.n),
+            )
         return server_command(
             weights, alias=self.spec.alias, threads=self.settings.threads, ctx=self.settings.ctx
         )

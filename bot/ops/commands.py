@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from bot.config import Settings
 from bot.digests.job import DigestOutcome
-from bot.ops.stats import collect, registry_rows, render_table, stats_rows
+from bot.ops.stats import registry_rows, render_table, stats_rows
 
 
 class OfflineSlack:
@@ -92,20 +92,13 @@ async def show_stats(settings: Settings, out: TextIO, *, live_url: str | None = 
 
     db = await Database.open(settings.database_url)
     try:
-        sections = {"Stored (all processes, all time)": stats_rows(await collect(db))}
+        sections = {"Stored (all processes, all time)": stats_rows(await db.stats.collect())}
     finally:
         await db.close()
     if live_url:
         sections[f"Live counters from {live_url}"] = registry_rows(await _fetch(live_url))
     out.write(render_table(sections))
     return 0
-
-
-def process_counters() -> list[tuple[str, str]]:
-    """This process's own non-zero counters (`agents.metrics.REGISTRY`)."""
-    from agents.metrics import REGISTRY
-
-    return registry_rows(REGISTRY.render_prometheus())
 
 
 async def _fetch(url: str) -> str:

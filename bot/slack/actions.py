@@ -1,23 +1,35 @@
-"""Summarise and hand off threads: the work behind the slash commands and shortcuts."""
+"""Summarise and hand off threads: the work behind the slash commands and shortcuts.
+
+Who may do what (checked before anything else is shown or posted):
+- Summarise, or hand a thread to an agent: a member of the thread's channel, or one of
+  `SUPPORT_LEADS`. In a direct message with the bot that includes the customer.
+- Hand a thread to a person, or attach a note: one of `SUPPORT_LEADS`, or a member of a
+  channel thread. Never from a direct or group direct message with the bot unless a
+  support lead: a customer cannot post into the support-lead channel or ping anyone.
+  (`conversations.info` tells; when it cannot, the thread counts as direct.)
+- A person target must be a person of the workspace (`users.info`, scope `users:read`):
+  not a bot, an app, a deactivated account or a user of another organisation's
+  workspace; user groups are not targets at all.
+"""
 
 from __future__ import annotations
 
 import logging
-import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from agents.events import Event, Part
-from agents.llm_agent import LlmAgent
+from agents.sessions.session import Session
 from bot.slack.command_args import ThreadRef
-from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import thread_links
+from bot.slack.render.blocks import UNAVAILABLE
+from bot.slack.render.limits import post_paged, reply_paged
+from bot.slack.render.mrkdwn import escape
 from bot.slack.services import BotServices
+from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
 from bot.threads.summaries import SummaryView, summarize_session
-from storage.threads import ThreadKey
+from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +40,11 @@ REFUSAL = "You can only summarise or hand off threads in channels you are a memb
 UNKNOWN_THREAD = (
     "I have no conversation in that thread, so there is nothing to summarise or hand off."
 )
+DIRECT_REFUSAL = (
+    "From a direct message you can hand the conversation to an agent, without a note. "
+    "Handing off to a person, or adding a note, is for the support team."
+)
+NOT_A_PERSON = "Hand-offs go to a person in this workspace, not to a bot, an app or a group."
 
 
 class ThreadActions:
@@ -37,7 +54,7 @@ class ThreadActions:
         self.s = services
 
     def handoff_agents(self) -> list[str]:
-        """Agents a thread can be handed to: every LLM agent of the tree."""
+        """Agents a thread can be handed to: those that can own a thread."""
         return handoff_agents(self.s.runner.agent)
 
     async def authorised(self, user: str, channel: str) -> bool:
@@ -59,23 +76,54 @@ class ThreadActions:
             log.info("membership check failed", extra={"error": exc.response.get("error")})
         return False
 
-    async def _load(self, team_id: str, ref: ThreadRef, user: str, reply: Reply) -> Any:
+    async def may_reach_people(self, user: str, channel: str) -> bool:
+        """May `user` (already authorised) hand off to a person or write a note?"""
+        return user in self.s.settings.support_leads or not await self.is_direct(channel)
+
+    async def is_direct(self, channel: str) -> bool:
+        """A direct or group direct message; unknown counts as direct (fails closed)."""
+        if channel.startswith("D"):
+            return True
+        try:
+            answer = await self.s.client.conversations_info(channel=channel)
+        except SlackApiError as exc:
+            log.info("channel check failed", extra={"error": exc.response.get("error")})
+            return True
+        info = answer.get("channel") or {}
+        return bool(info.get("is_im") or info.get("is_mpim"))
+
+    async def is_person(self, user: str, team_id: str) -> bool:
+        """A person of workspace `team_id`: known to `users.info`, not a bot, an app, a
+        deactivated account or someone from another organisation's workspace."""
+        try:
+            answer = await self.s.client.users_info(user=user)
+        except SlackApiError as exc:
+            log.info("person check failed", extra={"error": exc.response.get("error")})
+            return False
+        profile = answer.get("user") or {}
+        return not (
+            profile.get("is_bot")
+            or profile.get("is_app_user")
+            or profile.get("deleted")
+            or profile.get("id") == "USLACKBOT"
+            or profile.get("team_id", team_id) != team_id
+        )
+
+    async def _load(
+        self, team_id: str, ref: ThreadRef, user: str, reply: Reply
+    ) -> tuple[ThreadRecord, Session] | None:
         if not await self.authorised(user, ref.channel):
             await reply(REFUSAL, None)
             return None
         key = ThreadKey(team_id=team_id, channel_id=ref.channel, thread_ts=ref.thread_ts)
         record = await self.s.db.threads.get(key)
-        session = None
-        if record is not None:
-            session = await self.s.db.sessions.get_session(
-                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-            )
-        if session is None or not session.events:
+        session = None if record is None else await self.s.db.sessions.of_thread(record)
+        if record is None or session is None or not session.events:
             await reply(UNKNOWN_THREAD, None)
             return None
-        return key, record, session
+        return record, session
 
-    async def _summary(self, ref: ThreadRef, session: Any) -> tuple[SummaryView, str]:
+    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[SummaryView, str]:
         links = await thread_links(self.s.client, ref.channel, ref.thread_ts)
         view = await summarize_session(self.s.summarizer, session, links=links)
         return view, links.thread_link
@@ -87,15 +135,19 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
-        _, _, session = loaded
+        _, session = loaded
         view, _ = await self._summary(ref, session)
         if public and view.ok:
-            await self.s.client.chat_postMessage(
-                channel=ref.channel, thread_ts=ref.thread_ts, text=view.text, blocks=view.blocks
+            await post_paged(
+                self.s.client,
+                channel=ref.channel,
+                thread_ts=ref.thread_ts,
+                text=view.text,
+                blocks=view.blocks,
             )
             await reply("Posted the summary in the thread.", None)
         else:
-            await reply(view.text, view.blocks)
+            await reply_paged(reply, view.text, view.blocks)
 
     async def handoff(
         self,
@@ -113,18 +165,29 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
+        if (person is not None or note) and not await self.may_reach_people(user, ref.channel):
+            await reply(DIRECT_REFUSAL, None)
+            return
         if agent is not None and agent not in self.handoff_agents():
             known = ", ".join(f"`{a}`" for a in self.handoff_agents())
             await reply(f"There is no agent called `{escape(agent)}`. Known agents: {known}.", None)
             return
-        key, record, session = loaded
+        if person is not None and not await self.is_person(person, team_id):
+            await reply(NOT_A_PERSON, None)
+            return
+        record, session = loaded
         view, thread_link = await self._summary(ref, session)
-        if person is not None:
-            await self._to_person(key, ref, user, person, note, view, thread_link)
-            await reply(f"Handed off to <@{person}>.", None)
-        elif agent is not None:
-            await self._to_agent(key, record, session, user, agent, note, view)
-            await reply(f"Handed off to `{agent}`.", None)
+        try:
+            if person is not None:
+                await self._to_person(record.key, ref, user, person, note, view, thread_link)
+                await reply(f"Handed off to <@{person}>.", None)
+            elif agent is not None:
+                await self._to_agent(record, session, user, agent, note, view, thread_link)
+                await reply(f"Handed off to `{agent}`.", None)
+        except SlackApiError as exc:
+            code = str(exc.response.get("error") or "slack_error")
+            log.warning("hand-off post refused: %s", code)
+            await reply(f"I couldn't post the hand-off: Slack answered `{escape(code)}`.", None)
 
     async def _to_person(
         self,
@@ -138,17 +201,21 @@ class ThreadActions:
     ) -> None:
         header = f"<@{person}>, <@{requester}> handed this thread off to you."
         if note:
-            header += f"\n>{escape(note)}"
+            header += "\n" + "\n".join(f">{escape(line)}" for line in note.splitlines())
+        if not view.ok:
+            header += f"\n*{UNAVAILABLE}*: read <{thread_link}|the thread> itself."
         blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}, *view.blocks]
-        await self.s.client.chat_postMessage(
-            channel=ref.channel, thread_ts=ref.thread_ts, text=header, blocks=blocks
+        text = f"<@{person}>, <@{requester}> handed this thread off to you."
+        await post_paged(
+            self.s.client, channel=ref.channel, thread_ts=ref.thread_ts, text=text, blocks=blocks
         )
         lead_channel = self.s.settings.support_lead_channel
         if lead_channel:
             lead_header = f"{header}\n<{thread_link}|Open the thread>"
-            await self.s.client.chat_postMessage(
+            await post_paged(
+                self.s.client,
                 channel=lead_channel,
-                text=lead_header,
+                text=text,
                 blocks=[
                     {"type": "section", "text": {"type": "mrkdwn", "text": lead_header}},
                     *view.blocks,
@@ -158,40 +225,24 @@ class ThreadActions:
 
     async def _to_agent(
         self,
-        key: ThreadKey,
-        record: Any,
-        session: Any,
+        record: ThreadRecord,
+        session: Session,
         requester: str,
         agent: str,
         note: str,
         view: SummaryView,
+        thread_link: str,
     ) -> None:
-        text = view.plain + (f"\nNote from the person handing off: {note}" if note else "")
-        await hand_to_agent(self.s.db, key, record, session, agent, text)
+        text = handoff_text(view, session, thread_link=thread_link, note=note)
+        await hand_to_agent(self.s.db, record, session, agent, text)
+        key = record.key
         message = f"<@{requester}> handed this thread to *{escape(agent)}*."
-        await self.s.client.chat_postMessage(
-            channel=key.channel_id, thread_ts=key.thread_ts, text=message
+        if not view.ok:
+            message += f" {UNAVAILABLE}: it starts from the thread's own messages."
+        await post_paged(
+            self.s.client,
+            channel=key.channel_id,
+            thread_ts=key.thread_ts,
+            text=message,
+            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": message}}],
         )
-
-
-def handoff_agents(root: Any) -> list[str]:
-    """Agents a thread can be handed to: every LLM agent of the tree under `root`."""
-    return [a.name for a in root.walk() if isinstance(a, LlmAgent)]
-
-
-async def hand_to_agent(
-    db: Any, key: ThreadKey, record: Any, session: Any, agent: str, text: str
-) -> str:
-    """Point the thread at a new session whose first event is `text` (the handoff record
-    in plain text), authored by `agent`; returns the new session id. Shared by the Slack
-    commands and the terminal chat."""
-    sessions, new_id = db.sessions, uuid.uuid4().hex
-    fresh = await sessions.create_session(
-        app_name=record.app_name, user_id=record.user_id, session_id=new_id
-    )
-    # Authored by the target agent so that the runner routes the next message to it.
-    await sessions.append_event(fresh, Event(author=agent, parts=(Part(text=text),)))
-    await db.threads.remap(key, session_id=new_id, owner_agent=agent, source_session_id=session.id)
-    await db.threads.set_status(key, "active")
-    await db.threads.touch(key, now=time.time(), owner_agent=agent)
-    return new_id

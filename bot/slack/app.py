@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
 from agents.metrics import REGISTRY
+from agents.runner import Runner
 from bot.config import Settings, secret
 from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
 from bot.slack.services import BotServices
+from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
+from bot.wiring import build_runner, build_summarizer, process_owner
+from storage.database import Database
 
 log = logging.getLogger(__name__)
+
+REGISTRY.describe(
+    "support_bot_background_jobs", "gauge", "Messages queued or running in the thread worker"
+)
 
 EVENTS_PATH = "/slack/events"
 HealthCheck = Callable[[], Awaitable[bool]]
@@ -29,18 +38,21 @@ SERVICES_KEY = web.AppKey("services", BotServices)
 BOLT_KEY = web.AppKey("bolt", AsyncApp)
 
 
-def build_bolt_app(services: BotServices, *, verify_requests: bool = True) -> AsyncApp:
+def build_bolt_app(services: BotServices) -> AsyncApp:
     """The Bolt app with every listener registered.
 
-    `process_before_response=True` makes Bolt run our (instant) listener inline before
-    answering, so ordering within a thread follows arrival order and no request waits in
-    Bolt's 10 ms ack-polling loop; the slow work runs in `services.worker`'s tasks.
+    Bolt does not check signatures: in HTTP mode `build_web_app` checks each request's
+    once, before anything parses it, and Socket Mode events arrive on the WebSocket the
+    app token opened. `process_before_response=True` makes Bolt run our (instant)
+    listener inline before answering, so ordering within a thread follows arrival order
+    and no request waits in Bolt's 10 ms ack-polling loop; the slow work runs in
+    `services.worker`'s tasks.
     """
     app = AsyncApp(
         client=services.client,
-        signing_secret=secret(services.settings.slack_signing_secret) or "",
+        signing_secret="",
         process_before_response=True,
-        request_verification_enabled=verify_requests,
+        request_verification_enabled=False,
         logger=logging.getLogger("slack_bolt"),
     )
     listeners.register(app, services)
@@ -50,32 +62,23 @@ def build_bolt_app(services: BotServices, *, verify_requests: bool = True) -> As
 async def create_services(
     settings: Settings,
     *,
-    db: Any = None,
-    runner: Any = None,
-    summarizer: Any = None,
+    db: Database | None = None,
+    runner: Runner | None = None,
+    summarizer: Summarizer | None = None,
     retry_backoff: float = 0.5,
 ) -> tuple[BotServices, SlackClient]:
     """Open storage and build the runner and summariser from settings, unless given."""
     slack = SlackClient(settings, retry_backoff=retry_backoff)
     if db is None:
-        from storage.database import Database
-
         db = await Database.open(settings.database_url)
-    if runner is None:
-        from bot.wiring import build_runner
-
-        runner = build_runner(settings, db)
-    if summarizer is None:
-        from bot.wiring import build_summarizer
-
-        summarizer = build_summarizer(settings, db)
     services = BotServices(
         settings=settings,
         client=slack.web,
         db=db,
-        runner=runner,
+        runner=build_runner(settings, db) if runner is None else runner,
         worker=ThreadWorker(max_concurrent=settings.max_concurrent_invocations),
-        summarizer=summarizer,
+        summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
+        owner=process_owner(),
     )
     return services, slack
 
@@ -93,13 +96,15 @@ def build_web_app(
     app[SERVICES_KEY] = services
     app[BOLT_KEY] = bolt
 
-    signing_secret = secret(services.settings.slack_signing_secret)
-    verifier = SignatureVerifier(signing_secret) if signing_secret else None
+    # HTTP mode only: Socket Mode has no signed requests, and no signing secret.
+    verifier = _verifier(services.settings) if http_events else None
 
     async def events(request: web.Request) -> web.Response:
+        assert verifier is not None
         raw, headers = await request.read(), dict(request.headers)
-        # Verify before parsing anything: unsigned input is never even decoded.
-        if verifier is not None and not _signed(verifier, raw, headers):
+        # The one signature check (Bolt's is off), before parsing: unsigned input is
+        # never even decoded.
+        if not _signed(verifier, raw, headers):
             return web.json_response({"error": "invalid signature"}, status=401)
         try:
             body = raw.decode("utf-8")
@@ -122,11 +127,15 @@ def build_web_app(
 
     async def metrics(request: web.Request) -> web.Response:
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)
-        return web.Response(text=REGISTRY.render_prometheus(), content_type="text/plain")
+        return web.Response(
+            body=REGISTRY.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     async def startup(_: web.Application) -> None:
+        # Alive before anything is accepted, so no peer takes this process's rows.
+        await services.db.owners.beat(services.owner, now=time.time())
         # Before the site listens: re-run messages keep their place in their threads.
-        await recover(services)
+        await recover(services, startup=True)
 
     app.on_startup.append(startup)
     if http_events:
@@ -146,10 +155,17 @@ def build_web_app(
 async def drain(services: BotServices) -> None:
     """Stop taking work, finish (or hand back) in-flight invocations, then close."""
     finished = await services.worker.drain(services.settings.shutdown_timeout_seconds)
-    drain_runner = getattr(services.runner, "drain", None)
-    if drain_runner is not None:
-        await drain_runner()
+    await services.runner.drain()
+    # Whatever is still in flight is free to a live peer's next sweep at once.
+    await services.db.owners.stop(services.owner)
     log.info("drained", extra={"clean": finished})
+
+
+def _verifier(settings: Settings) -> SignatureVerifier:
+    signing_secret = secret(settings.slack_signing_secret)
+    if not signing_secret:
+        raise ValueError("HTTP mode needs SLACK_SIGNING_SECRET to check Slack's requests")
+    return SignatureVerifier(signing_secret)
 
 
 def _signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -> bool:

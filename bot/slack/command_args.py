@@ -1,10 +1,16 @@
-"""Parsing the arguments of `/summary` and `/handoff`: thread links, people, agents."""
+"""Parsing the arguments of `/summary` and `/handoff`: thread links, people, agents.
+
+Error messages are mrkdwn: a literal `<` or `>` in them is escaped, or Slack would parse
+`<thread link>` as markup.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlparse
+
+from bot.slack.render.mrkdwn import escape
 
 _ARCHIVE = re.compile(r"/archives/([CDG][A-Z0-9]+)/p(\d{10})(\d{6})$")
 _USER = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>$")
@@ -39,6 +45,8 @@ def parse_thread_link(text: str) -> ThreadRef:
 
 @dataclass(frozen=True)
 class SummaryArgs:
+    """`/summary`'s arguments: the thread, and whether to post the summary in it."""
+
     thread: ThreadRef
     public: bool
 
@@ -47,12 +55,14 @@ def parse_summary_args(text: str) -> SummaryArgs:
     """`<thread link> [public]`."""
     words = text.split()
     if not words or len(words) > 2 or (len(words) == 2 and words[1].lower() != "public"):
-        raise CommandSyntaxError("Usage: `/summary <thread link> [public]`")
+        raise CommandSyntaxError("Usage: `/summary &lt;thread link&gt; [public]`")
     return SummaryArgs(thread=parse_thread_link(words[0]), public=len(words) == 2)
 
 
 @dataclass(frozen=True)
 class HandoffArgs:
+    """`/handoff`'s arguments: the thread, a person or an agent, and an optional note."""
+
     thread: ThreadRef
     person: str | None
     agent: str | None
@@ -63,7 +73,9 @@ def parse_handoff_args(text: str) -> HandoffArgs:
     """`<thread link> <@person | agent_name> [note]`."""
     words = text.split(maxsplit=2)
     if len(words) < 2:
-        raise CommandSyntaxError("Usage: `/handoff <thread link> <@person | agent_name> [note]`")
+        raise CommandSyntaxError(
+            "Usage: `/handoff &lt;thread link&gt; &lt;@person | agent_name&gt; [note]`"
+        )
     thread = parse_thread_link(words[0])
     note = words[2].strip() if len(words) == 3 else ""
     target = words[1]
@@ -72,5 +84,5 @@ def parse_handoff_args(text: str) -> HandoffArgs:
     if target.startswith("@") or target.startswith("<"):
         raise CommandSyntaxError("Pick the person from the @-mention list so Slack sends their id.")
     if _AGENT.match(target) is None:
-        raise CommandSyntaxError(f"`{target}` is neither a person nor an agent name.")
+        raise CommandSyntaxError(f"`{escape(target)}` is neither a person nor an agent name.")
     return HandoffArgs(thread=thread, person=None, agent=target, note=note)

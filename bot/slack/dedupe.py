@@ -7,6 +7,12 @@ from collections.abc import Hashable
 
 from agents.metrics import REGISTRY
 
+# The bot owns this metric (the runtime knows nothing of deliveries); both dedupe layers,
+# this one and the database's, count into it.
+REGISTRY.describe(
+    "support_bot_duplicate_deliveries_total", "counter", "Slack deliveries dropped as dupes"
+)
+
 
 class RecentKeys:
     """Remembers the last `capacity` keys; `first(key)` is True only the first time.

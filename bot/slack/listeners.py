@@ -9,16 +9,16 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
 
-from bot.slack.actions import ThreadActions
-from bot.slack.blocks import handoff_modal, home_view
+from bot.slack.actions import REFUSAL, Reply, ThreadActions
 from bot.slack.command_args import (
     CommandSyntaxError,
     ThreadRef,
     parse_handoff_args,
     parse_summary_args,
 )
-from bot.slack.conversation import Conversation
+from bot.slack.conversation import SlackReplier
 from bot.slack.messages import parse_message
+from bot.slack.render.blocks import handoff_modal, home_view, refusal_modal
 from bot.slack.services import BotServices
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
     """Attach all listeners. The app runs with `process_before_response=True`: each
     listener acks at once and hands slow work to `services.worker`, which keeps the
     task references and bounds concurrency."""
-    conversation = Conversation(services)
+    thread_replier = SlackReplier(services)
     actions = ThreadActions(services)
     worker = services.worker
 
@@ -42,7 +42,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
         msg = parse_message(
             event,
             team_id=body.get("team_id") or context.team_id or "",
-            bot_user_id=context.bot_user_id or services.bot_user_id,
+            bot_user_id=context.bot_user_id,
             bot_id=context.bot_id,
             answer_bots=services.settings.bot_answers_other_bots,
             event_id=body.get("event_id"),
@@ -54,7 +54,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
             return
         try:
             # Durable before the ack: a crash after this point loses nothing (bot.slack.recovery).
-            accepted = await conversation.accept(msg)
+            accepted = await thread_replier.accept(msg)
         except BaseException:
             # Answer 500 so Slack redelivers; the redelivery must not look like a duplicate.
             services.deliveries.forget(**delivery)
@@ -63,7 +63,9 @@ def register(app: AsyncApp, services: BotServices) -> None:
             return
         # Shutting down: the message stays accepted and the next start-up answers it.
         if not worker.closed:
-            worker.submit((msg.team_id, msg.channel, msg.root_ts), lambda: conversation.handle(msg))
+            worker.submit(
+                (msg.team_id, msg.channel, msg.root_ts), lambda: thread_replier.handle(msg)
+            )
 
     app.event("app_mention")(on_message)
     app.event("message")(on_message)
@@ -75,7 +77,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
 
     app.event("app_home_opened")(on_home)
 
-    def replier(respond: AsyncRespond) -> Any:
+    def replier(respond: AsyncRespond) -> Reply:
         async def reply(text: str, blocks: list[dict[str, Any]] | None) -> None:
             await respond(
                 text=text, blocks=blocks, response_type="ephemeral", replace_original=False
@@ -150,10 +152,19 @@ def register(app: AsyncApp, services: BotServices) -> None:
         trigger = shortcut.get("trigger_id")
         if where is None or not isinstance(trigger, str):
             return
-        team, _, ref = where
-        meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
-        view = handoff_modal(private_metadata=json.dumps(meta), agents=actions.handoff_agents())
-        worker.spawn(services.client.views_open(trigger_id=trigger, view=view))
+        team, user, ref = where
+
+        async def open_modal() -> None:
+            # Authorise before showing anything: a refused user never sees agent names.
+            if not await actions.authorised(user, ref.channel):
+                view = refusal_modal(REFUSAL)
+            else:
+                meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
+                agents = actions.handoff_agents()
+                view = handoff_modal(private_metadata=json.dumps(meta), agents=agents)
+            await services.client.views_open(trigger_id=trigger, view=view)
+
+        worker.spawn(open_modal())
 
     app.shortcut(SUMMARY_SHORTCUT)(on_summary_shortcut)
     app.shortcut(HANDOFF_SHORTCUT)(on_handoff_shortcut)

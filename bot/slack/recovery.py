@@ -1,6 +1,8 @@
-"""Start-up sweep: finish the messages a previous process accepted but never answered.
+"""The recovery sweep: finish the messages a dead process accepted but never answered.
 
-A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. For each:
+A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. The sweep
+runs at start-up and then with every heartbeat (`bot.ops.heartbeat`), and takes over
+the rows of owners that stopped beating (`storage.owners`). For each:
 
 - never started (`accepted`): nothing reached the thread yet, so the message is queued
   again behind its thread and answered normally;
@@ -10,9 +12,9 @@ A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. Fo
   person will follow up", and the thread is flagged. A placeholder that no longer says
   "thinking" means the answer landed before the crash, and nothing more is posted.
 
-On SQLite the database has one owning process, so every row left by another owner is
-an orphan. A shared PostgreSQL may have live peers, so there only rows older than
-`STALE_AFTER_S` (longer than any invocation can run) are taken over.
+A live owner's rows are never taken, however old: the takeover is one UPDATE guarded
+by the owner's heartbeat. On SQLite the database has one owning process, so at start-up
+every row left by another owner is an orphan and is taken at once.
 """
 
 from __future__ import annotations
@@ -27,16 +29,23 @@ from slack_sdk.errors import SlackApiError
 
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
-from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
-from bot.slack.conversation import Conversation, Outcome
+from bot.slack.conversation import SlackReplier
+from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
+from bot.threads.turn import TurnOutcome
 from storage.inflight import InflightRecord
 from storage.threads import ThreadKey
 
 log = logging.getLogger(__name__)
 
-STALE_AFTER_S = 900.0
+REGISTRY.describe(
+    "support_bot_recovered_messages_total",
+    "counter",
+    "Interrupted messages taken over from a dead process, by stage",
+)
+
 _THREAD_PAGE = 200
 
 
@@ -48,26 +57,32 @@ class RecoveryReport:
     resumed: int = 0
 
 
-async def recover(services: BotServices, *, now: float | None = None) -> RecoveryReport:
-    """Take over orphaned in-flight messages and queue their work on `services.worker`.
+async def recover(
+    services: BotServices, *, now: float | None = None, startup: bool = False
+) -> RecoveryReport:
+    """Take over dead owners' in-flight messages and queue their work on `services.worker`.
 
-    Call before serving events, so that re-run messages keep their place ahead of new
-    ones in the same thread.
+    At start-up (`startup`), call before serving events, so that re-run messages keep
+    their place ahead of new ones in the same thread.
     """
     db, report = services.db, RecoveryReport()
     now = time.time() if now is None else now
-    rows = await db.inflight.left_by_others(services.owner)
-    if not getattr(db.gate, "is_sqlite", False):
-        rows = [r for r in rows if r.accepted_at <= now - STALE_AFTER_S]
-    conversation = Conversation(services)
-    resumer = Resumer(conversation)
+    dead_after: float | None = services.settings.owner_dead_after_seconds
+    if startup and db.gate.is_sqlite:
+        dead_after = None
+    rows = await db.inflight.left_by_others(services.owner, now=now, dead_after=dead_after)
+    replier = SlackReplier(services)
+    resumer = Resumer(replier)
     for row in rows:
-        if not await db.inflight.take_over(row, owner=services.owner):
+        taken = await db.inflight.take_over(
+            row, owner=services.owner, now=now, dead_after=dead_after
+        )
+        if not taken:
             continue
         msg = IncomingMessage.from_record(row.message)
         key = (row.team_id, row.channel_id, row.thread_ts)
         if row.stage == "accepted":
-            services.worker.submit(key, partial(conversation.handle, msg))
+            services.worker.submit(key, partial(replier.handle, msg))
             report.requeued += 1
         else:
             services.worker.submit(key, partial(resumer.resume, row))
@@ -82,9 +97,9 @@ async def recover(services: BotServices, *, now: float | None = None) -> Recover
 class Resumer:
     """Finishes one started-but-unanswered message after a crash."""
 
-    def __init__(self, conversation: Conversation) -> None:
-        self.c = conversation
-        self.s = conversation.s
+    def __init__(self, replier: SlackReplier) -> None:
+        self.replier = replier
+        self.s = replier.s
 
     async def resume(self, row: InflightRecord) -> None:
         key = ThreadKey(team_id=row.team_id, channel_id=row.channel_id, thread_ts=row.thread_ts)
@@ -94,18 +109,15 @@ class Resumer:
             state = await self._message_text(key, placeholder)
             if state is not None and state != THINKING_TEXT:
                 # The answer (or a notice) replaced the placeholder before the crash.
-                await self.s.db.inflight.finish(row.key)
+                await self.s.db.inflight.finish(row.key, owner=self.s.owner)
                 return
             if state is None:
                 placeholder = None
-        outcome = Outcome()
-        for event in events:
-            if event.invocation_id == row.invocation_id and event.author != "user":
-                outcome.observe(event)
-        if outcome.reply is not None and outcome.error is None:
-            await self.c.conclude(key, row.key, placeholder, outcome)
+        outcome = TurnOutcome.of_invocation(events, row.invocation_id)
+        if outcome.answered:
+            await self.replier.conclude(key, row.key, placeholder, outcome)
         else:
-            await self.c.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
+            await self.replier.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
 
     async def _events_with_user_message(self, key: ThreadKey, row: InflightRecord) -> list[Event]:
         """The session's events, after storing the user's message if the crash beat it."""
@@ -113,15 +125,9 @@ class Resumer:
         record = await db.threads.get(key)
         if record is None:
             return []
-        session = await db.sessions.get_session(
-            app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-        )
-        if session is None:
-            session = await db.sessions.create_session(
-                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-            )
+        session = await db.sessions.ensure_of_thread(record)
         events: list[Event] = list(session.events)
-        if not any(e.author == "user" and e.slack_ts == row.message_ts for e in events):
+        if not any(e.author == "user" and message_ts(e) == row.message_ts for e in events):
             text = str(row.message.get("text", ""))
             stored = await db.sessions.append_event(
                 session,
@@ -129,7 +135,7 @@ class Resumer:
                     author="user",
                     invocation_id=row.invocation_id or "recovered",
                     parts=(Part(text=text),),
-                    slack_ts=row.message_ts,
+                    custom_metadata={SLACK_TS: row.message_ts},
                 ),
             )
             events.append(stored)

@@ -5,16 +5,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
+from agents.runner import Runner
 from bot.config import Settings, secret
 from bot.digests.scheduler import start_scheduler
+from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
+from bot.slack.client import SlackClient
+from bot.slack.services import BotServices
+from bot.threads.summaries import Summarizer
 from bot.wiring import build_digest_job
+from storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +36,9 @@ async def wait_for_signal() -> None:
     await stop.wait()
 
 
-async def run_web(web_app: web.Application, settings: Settings, stop: Any = None) -> None:
+async def run_web(
+    web_app: web.Application, settings: Settings, stop: Awaitable[None] | None = None
+) -> None:
     """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes.
 
     aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
@@ -44,20 +54,33 @@ async def run_web(web_app: web.Application, settings: Settings, stop: Any = None
         await runner.cleanup()
 
 
-async def serve_http(settings: Settings, **engine: Any) -> None:
-    """HTTP mode: signed requests on POST /slack/events."""
-    services, slack = await create_services(settings, **engine)
+async def serve_http(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    runner: Runner | None = None,
+    summarizer: Summarizer | None = None,
+) -> None:
+    """HTTP mode: signed requests on POST /slack/events (storage and engine built from
+    settings unless given)."""
+    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
     scheduler = start_jobs(services)
     bolt = build_bolt_app(services)
     on_close = _closer(services, slack, scheduler)
     await run_web(build_web_app(services, bolt, on_close=on_close), settings)
 
 
-async def serve_socket(settings: Settings, **engine: Any) -> None:
+async def serve_socket(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    runner: Runner | None = None,
+    summarizer: Summarizer | None = None,
+) -> None:
     """Socket Mode: events over a WebSocket; /healthz and /metrics still on PORT."""
-    services, slack = await create_services(settings, **engine)
+    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
     scheduler = start_jobs(services)
-    bolt = build_bolt_app(services, verify_requests=False)
+    bolt = build_bolt_app(services)
     handler = socket_handler(bolt, settings, services.client)
 
     async def close() -> None:
@@ -71,25 +94,30 @@ async def serve_socket(settings: Settings, **engine: Any) -> None:
     await run_web(web_app, settings)
 
 
-def socket_handler(bolt: Any, settings: Settings, client: Any) -> AsyncSocketModeHandler:
+def socket_handler(
+    bolt: AsyncApp, settings: Settings, client: AsyncWebClient
+) -> AsyncSocketModeHandler:
     """Bolt's aiohttp Socket Mode handler on the shared Web API client."""
     return AsyncSocketModeHandler(
         bolt, app_token=secret(settings.slack_app_token), web_client=client
     )
 
 
-def start_jobs(services: Any) -> AsyncIOScheduler:
-    """The digest scheduler and delivery expiry, on this process's event loop."""
+def start_jobs(services: BotServices) -> AsyncIOScheduler:
+    """The digest scheduler, delivery expiry, and the heartbeat with its takeover sweep,
+    on this process's event loop."""
     job = build_digest_job(services.settings, services.db, services.summarizer, services.client)
-    return start_scheduler(services.settings, services.db, job)
+    scheduler = start_scheduler(services.settings, services.db, job)
+    add_heartbeat(scheduler, services)
+    return scheduler
 
 
-def _closer(services: Any, slack: Any, scheduler: AsyncIOScheduler) -> Any:
+def _closer(
+    services: BotServices, slack: SlackClient, scheduler: AsyncIOScheduler
+) -> Callable[[], Awaitable[None]]:
     async def close() -> None:
         scheduler.shutdown(wait=False)
         await slack.close()
-        close_db = getattr(services.db, "close", None)
-        if close_db is not None:
-            await close_db()
+        await services.db.close()
 
     return close

@@ -2,39 +2,32 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agents.runner import Runner
 from bot.config import Settings
 from bot.slack.dedupe import DeliveryFilter
+from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
+from storage.database import Database
 
 
 @dataclass
 class BotServices:
-    """Settings, the Web API client, storage, the runner, and the background worker.
+    """Settings, the Web API client, storage, the runner, the summariser, and the
+    background worker.
 
-    `db` is a `storage.database.Database`; `runner` an `agents.runner.Runner`;
-    `summarizer` answers `summarize(session)` with a summary or a no-summary (see
-    `bot.threads.summaries`). They are typed loosely so the bot can be built with test doubles
-    of the same shape.
+    `owner` is this process's identity (`bot.wiring.process_owner`): it owns the messages
+    the process accepted (`storage.inflight`) and the digest leases it holds.
     """
 
     settings: Settings
     client: AsyncWebClient
-    db: Any
-    runner: Any
+    db: Database
+    runner: Runner
     worker: ThreadWorker
-    summarizer: Any = None
+    summarizer: Summarizer
+    owner: str
     deliveries: DeliveryFilter = field(default_factory=DeliveryFilter)
-    agent_names: tuple[str, ...] = ()
-    bot_user_id: str | None = None
-    # This process, as the owner of the messages it has accepted (see storage.inflight).
-    owner: str = field(
-        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    )

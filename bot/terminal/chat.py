@@ -21,16 +21,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
-import sqlalchemy as sa
-
+from agents.runner import Runner
+from agents.sessions.session import Session
 from bot.config import Settings
-from bot.slack.actions import hand_to_agent, handoff_agents
-from bot.slack.blocks import transfer_line
-from bot.slack.conversation import Outcome
-from bot.threads.summaries import SummaryView, summarize_session
-from storage.schema import threads
+from bot.slack.render.blocks import transfer_line
+from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
+from bot.threads.summaries import Summarizer, SummaryView, summarize_session
+from bot.threads.turn import ensure_thread, run_turn
+from storage.database import Database
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ MAX_LISTED = 20
 HELP = """\
 /summary           the validated handoff record of this thread
 /handoff <agent>   continue with <agent> in a new session that starts from the record
+                   (or, without a valid record, from the thread's own messages)
 /handoff <person>  hand the thread to a person: mark it handed off, print the record
 /new               start a new thread
 /threads           list your local threads
@@ -55,9 +56,9 @@ class ChatContext:
     """What the chat drives: settings, storage, the runner and the summary service."""
 
     settings: Settings
-    db: Any
-    runner: Any
-    summarizer: Any
+    db: Database
+    runner: Runner
+    summarizer: Summarizer
 
 
 class TerminalChat:
@@ -120,18 +121,16 @@ class TerminalChat:
 
     async def send(self, text: str) -> None:
         """Run one user message through the runner and print the owning agent's reply."""
-        record = await self._ensure_thread()
-        outcome = Outcome()
-        async for event in self.ctx.runner.run_async(
-            user_id=record.user_id, session_id=record.session_id, message=text
-        ):
-            outcome.observe(event)
-        if len(outcome.path) > 1:
-            self.say(transfer_line(outcome.path))
+        record = await self._current_thread()
+        outcome = await run_turn(
+            self.ctx.runner, user_id=record.user_id, session_id=record.session_id, text=text
+        )
+        if outcome.transfers:
+            self.say(transfer_line(outcome.transfers))
         key = record.key
-        if outcome.error is not None or outcome.reply is None:
+        if outcome.reply is None or not outcome.answered:
             failed = outcome.error
-            await self.ctx.db.threads.flag(key, failed.error_code if failed else "no_reply")
+            await self.ctx.db.threads.flag(key, outcome.failure)
             author = failed.author if failed else (outcome.path or ["bot"])[-1]
             self.say(f"[{author}] {failed.text if failed else 'No reply.'}")
             return
@@ -151,7 +150,7 @@ class TerminalChat:
             self.say(f"Usage: /handoff <agent|person>. Agents: {', '.join(agents)}.")
             return
         if target not in agents and self.ctx.runner.agent.find_agent(target) is not None:
-            self.say(f"{target} is a workflow step; hand off to one of: {', '.join(agents)}.")
+            self.say(f"{target} can't own a thread; hand off to one of: {', '.join(agents)}.")
             return
         loaded = await self._session()
         if loaded is None:
@@ -160,9 +159,14 @@ class TerminalChat:
         view = await self._summarize(loaded)
         key = self.record.key
         if target in agents:
-            await hand_to_agent(self.ctx.db, key, self.record, loaded, target, view.plain)
+            # A failed summary hands off the thread's own messages, never an empty start.
+            text = handoff_text(view, loaded, thread_link=None, note="")
+            await hand_to_agent(self.ctx.db, self.record, loaded, target, text)
             self.record = await self.ctx.db.threads.get(key)
             self.say(f"Handed off to {target}, in a new session that starts from:")
+            if not view.ok:
+                self.say(text)
+                return
         else:
             await self.ctx.db.threads.set_status(key, "handed_off")
             self.say(f"Handed off to {target}.")
@@ -195,68 +199,40 @@ class TerminalChat:
 
     async def local_threads(self, *, limit: int) -> list[ThreadRecord]:
         """This user's local threads, most recently active first."""
-        query = (
-            sa.select(threads)
-            .where(
-                threads.c.team_id == LOCAL_TEAM,
-                threads.c.channel_id == LOCAL_CHANNEL,
-                threads.c.user_id == self.user_id,
-            )
-            .order_by(threads.c.last_activity_at.desc())
-            .limit(limit)
+        return await self.ctx.db.threads.for_user(
+            team_id=LOCAL_TEAM, channel_id=LOCAL_CHANNEL, user_id=self.user_id, limit=limit
         )
 
-        async def tx(conn: Any) -> list[ThreadRecord]:
-            return [
-                ThreadRecord.model_validate(dict(r._mapping)) for r in await conn.execute(query)
-            ]
-
-        rows: list[ThreadRecord] = await self.ctx.db.gate.read(tx)
-        return rows
-
-    async def _ensure_thread(self) -> ThreadRecord:
-        db, now = self.ctx.db, time.time()
-        record = self.record
-        if record is None:
-            key = ThreadKey(team_id=LOCAL_TEAM, channel_id=LOCAL_CHANNEL, thread_ts=f"{now:.6f}")
-            record = await db.threads.create(
-                key,
-                session_id=f"local-{key.thread_ts}",
-                app_name=self.ctx.settings.app_name,
-                user_id=self.user_id,
-                now=now,
+    async def _current_thread(self) -> ThreadRecord:
+        """The thread the next line goes to, mapped and active (a new one after /new)."""
+        # Typing into a handed-off thread brings it back to the bot, as a mention does.
+        if self.record is None:
+            key = ThreadKey(
+                team_id=LOCAL_TEAM, channel_id=LOCAL_CHANNEL, thread_ts=f"{time.time():.6f}"
             )
-        elif record.status != "active":
-            # Typing into a handed-off thread brings it back to the bot, as a mention does.
-            await db.threads.set_status(record.key, "active")
-        session = await db.sessions.get_session(
-            app_name=record.app_name,
-            user_id=record.user_id,
-            session_id=record.session_id,
-            since_compaction=True,
+        else:
+            key = self.record.key
+        self.record = await ensure_thread(
+            self.ctx.db,
+            key,
+            self.record,
+            new_session_id=f"local-{key.thread_ts}",
+            app_name=self.ctx.settings.app_name,
+            user_id=self.user_id,
         )
-        if session is None:
-            await db.sessions.create_session(
-                app_name=record.app_name, user_id=record.user_id, session_id=record.session_id
-            )
-        self.record = await db.threads.get(record.key) or record
         return self.record
 
-    async def _session(self) -> Any:
+    async def _session(self) -> Session | None:
         """The current thread's whole session, or None (after saying why)."""
         session = None
         if self.record is not None:
-            session = await self.ctx.db.sessions.get_session(
-                app_name=self.record.app_name,
-                user_id=self.record.user_id,
-                session_id=self.record.session_id,
-            )
+            session = await self.ctx.db.sessions.of_thread(self.record)
         if session is None or not session.events:
             self.say("Nothing to summarise yet: this thread has no messages.")
             return None
         return session
 
-    async def _summarize(self, session: Any) -> SummaryView:
+    async def _summarize(self, session: Session) -> SummaryView:
         return await summarize_session(self.ctx.summarizer, session, links=None)
 
 

@@ -1,23 +1,45 @@
 """Thread summaries for Slack and the terminal: run the summary agent, render what it
 validated.
 
-The summariser is anything with `async summarize(session)` returning either an object
-with a validated `record` (`agents.summary.record.HandoffRecord`) or one with
-`problems` (no summary). Unchecked text is never shown: without a record, the
-rendering says so, lists the problems and links the thread.
+The summariser is any `Summarizer`: `agents.summary.SummaryService`, or a test double
+of its shape. Unchecked text is never shown: without a record, the rendering says so,
+lists the problems and links the thread.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
-from agents.session import Session
+from agents.sessions.session import Session
+from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
-from agents.summary.render import to_blocks, to_text
-from bot.slack.blocks import Block
-from bot.slack.mrkdwn import escape
+from agents.summary.render import to_text
 from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.blocks import (
+    UNAVAILABLE,
+    Block,
+    no_summary_blocks,
+    problem_list,
+    summary_blocks,
+)
+from bot.slack.render.mrkdwn import escape
+
+log = logging.getLogger(__name__)
+
+# A failed model call names its error code; the provider's own words (host names, key
+# fragments) go to the logs only.
+_MODEL_FAILURE = re.compile(r"^(model call failed \([\w.-]{1,64}\))")
+
+
+class Summarizer(Protocol):
+    """Summarises a session into a validated record or a typed no-summary."""
+
+    async def summarize(self, session: Session) -> SummaryResult:
+        """A `Summary` with a validated `record`, or a `NoSummary` with its `problems`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -32,7 +54,7 @@ class SummaryView:
 
 
 async def summarize_session(
-    summarizer: Any, session: Session, *, links: ThreadLinks | None
+    summarizer: Summarizer, session: Session, *, links: ThreadLinks | None
 ) -> SummaryView:
     """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
     turns each citation into a link to its Slack message."""
@@ -41,7 +63,20 @@ async def summarize_session(
     if isinstance(record, HandoffRecord):
         return render_record(record, session=session, links=links)
     problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
-    return render_no_summary(problems, links=links)
+    return render_no_summary(public_problems(problems), links=links)
+
+
+def public_problems(problems: tuple[str, ...]) -> tuple[str, ...]:
+    """What a person may see of why a summary failed: validation problems as they are,
+    a failed model call as its error code only (the detail is logged)."""
+    shown = []
+    for problem in problems:
+        failure = _MODEL_FAILURE.match(problem)
+        if failure is not None:
+            log.warning("summary model call failed: %s", problem)
+            problem = failure.group(1)
+        shown.append(problem)
+    return tuple(shown)
 
 
 def render_record(
@@ -49,38 +84,21 @@ def render_record(
 ) -> SummaryView:
     """Block Kit for a validated record; each citation links to the Slack message it cites."""
     plain = to_text(record, source_session_id=session.id)
-    blocks = to_blocks(
-        record,
-        events=session.events,
-        link_for=links.link_for if links is not None else None,
-        title="Thread summary",
+    blocks = summary_blocks(record, events=session.events, links=links)
+    # The fallback text is the notification only; the blocks carry the whole record.
+    return SummaryView(
+        ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain
     )
-    if links is not None:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [
-                    {
-                        "type": "mrkdwn",
-                        "text": f"Validated summary of <{links.thread_link}|this thread>",
-                    }
-                ],
-            }
-        )
-    return SummaryView(ok=True, text=escape(plain)[:3000], blocks=blocks, plain=plain)
 
 
 def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -> SummaryView:
     """The honest failure: no summary passed validation; here is why, and the thread."""
-    listed = "\n".join(f"• {escape(p)}" for p in problems[:10])
     where = f"<{links.thread_link}|this thread>" if links is not None else "this thread"
-    text = (
-        f"No validated summary is available for {where}. The summary failed validation:\n{listed}"
-    )
+    text = f"*{UNAVAILABLE}* for {where}: no summary passed validation.\n{problem_list(problems)}"
     return SummaryView(
         ok=False,
-        text=text,
-        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}}],
+        text=f"{UNAVAILABLE} for this thread.",
+        blocks=no_summary_blocks(text),
         plain=f"No validated summary. Problems: {'; '.join(problems)}",
         problems=problems,
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agents import LlmAgent
+import pytest
+
+from agents import Event, InMemorySessionService, LlmAgent, Session, SessionStoreError
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, call
 from tests.agents.conversation import Conversation
@@ -89,3 +91,17 @@ async def test_bad_input_unexpected_exception_becomes_internal_error_event() -> 
     events = await Conversation(LlmAgent(name="root"), model).send_events("go")
     assert events[-1].error_code == "internal_error"
     assert "KeyError" in (events[-1].error_message or "")
+
+
+async def test_session_store_failure_escapes_the_runner() -> None:
+    # Any other exception becomes an error event; a store failure cannot be stored, so
+    # it reaches the caller (the bot tells the person the turn failed).
+    class Broken(InMemorySessionService):
+        async def append_event(self, session: Session, event: Event) -> Event:
+            if event.author != "user":
+                raise SessionStoreError("the database write failed: disk I/O error")
+            return await super().append_event(session, event)
+
+    conversation = Conversation(LlmAgent(name="root"), ScriptedModel(["hi"]), service=Broken())
+    with pytest.raises(SessionStoreError, match="disk I/O"):
+        await conversation.send("hello")

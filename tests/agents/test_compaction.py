@@ -16,7 +16,7 @@ from agents.compaction import (
 from agents.events import FunctionCall, FunctionResponse
 from agents.history import SUMMARY_PREFIX
 from agents.models.scripted import ScriptedModel, call
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
 from tests.agents.conversation import Conversation
 
 
@@ -85,10 +85,11 @@ async def test_compaction_follows_the_seed_timeline() -> None:
     assert summary_b is not None
     assert (summary_b.start_event_id, summary_b.end_event_id) == ("e5", "e13")
 
-    # Invocation 7's request: summary B (as system context), then invocation 7's events.
+    # Invocation 7's request: summary B (quoted context, never a system message), then
+    # invocation 7's events.
     request = model.requests[-1]
     assert [(c.role, c.text) for c in request.contents] == [
-        ("system", SUMMARY_PREFIX + "Summary B"),
+        ("user", SUMMARY_PREFIX + "> Summary B"),
         ("user", "message 7"),
     ]
 
@@ -102,7 +103,7 @@ async def test_compaction_same_results_when_reloaded_from_sqlite(tmp_path: Any) 
         for n in range(1, 8):
             await turn(conversation, model, n)
         assert [c.text for c in model.requests[-1].contents] == [
-            SUMMARY_PREFIX + "Summary B",
+            SUMMARY_PREFIX + "> Summary B",
             "message 7",
         ]
         stored = await compactions(conversation)

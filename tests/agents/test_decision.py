@@ -358,3 +358,57 @@ def test_the_tree_caps_every_agent_and_tool_agents_tighter(tmp_path: Path) -> No
     assert small.find_agent("triage").generate_config.max_tokens == 50  # type: ignore[union-attr]
     assert small.generate_config.max_tokens == 200  # type: ignore[attr-defined]
     assert small.tools[0].agent.generate_config.max_tokens == 60  # type: ignore[attr-defined]
+
+
+async def test_every_decide_first_call_goes_through_the_model_callbacks() -> None:
+    from agents.callbacks import CallbackContext
+    from agents.models.base import LlmResponse
+
+    seen: list[LlmRequest] = []
+
+    def before(ctx: CallbackContext, request: LlmRequest) -> LlmResponse | None:
+        seen.append(request)
+        return None
+
+    def after(ctx: CallbackContext, response: LlmResponse) -> LlmResponse | None:
+        if response.text == "Hello! How can I help?":
+            return LlmResponse.from_text("Hello from the callback.")
+        return None
+
+    root = support_tree()
+    root.before_model_callback = [before]
+    root.after_model_callback = [after]
+    model = ScriptedModel(
+        [choose("support_supervisor"), "Hello! How can I help?"], decide_first=True
+    )
+    turn = await Conversation(root, model).send("hi")
+    assert turn == [("support_supervisor", "Hello from the callback.")]
+    # The decision and the answer: both seen by the callback, as sent to the model.
+    assert seen == model.requests
+    assert decision_enum(seen[0])[-2:] == ["support_supervisor", "policy_checker"]
+    assert seen[1].response_schema is None
+    model.assert_complete()
+
+
+async def test_a_handoff_record_reaches_a_decide_first_step_as_quoted_data_only() -> None:
+    from agents.handoff import handoff_event
+    from agents.history import HANDOFF_PREFIX
+
+    model = ScriptedModel([choose("billing_agent"), "Happy to help."], decide_first=True)
+    conversation = await Conversation(support_tree(), model).start()
+    assert conversation.session_id is not None
+    session = await conversation.service.get_session(
+        app_name="support", user_id="u1", session_id=conversation.session_id
+    )
+    assert session is not None
+    note = "Customer was charged twice for order 42."
+    await conversation.service.append_event(session, handoff_event(note, target="billing_agent"))
+
+    assert await conversation.send("any news?") == [("billing_agent", "Happy to help.")]
+    for request in model.requests:
+        # The record's text is the handed-over context; its transfer is bookkeeping and
+        # never shown, and nothing of it is the model's own words.
+        assert request.contents[0].text == HANDOFF_PREFIX + "> " + note
+        assert all("transfer_to_agent" not in c.text for c in request.contents)
+        assert all(c.role != "model" for c in request.contents)
+    model.assert_complete()

@@ -167,27 +167,3 @@ async def test_transfer_ping_pong_stops_at_model_call_cap() -> None:
     # The next message still works: nothing crashed, the session is intact.
     model.add("back to normal")
     assert (await conversation.send("hello"))[-1][1] == "back to normal"
-
-
-async def test_transfer_reply_events_record_the_reply_slack_ts() -> None:
-    model = ScriptedModel([transfer("billing_agent"), "Refund issued."])
-    conversation = await Conversation(tree(), model).start()
-    events = [
-        e
-        async for e in conversation.runner.run_async(
-            user_id="u1",
-            session_id=conversation.session_id or "",
-            message="refund",
-            slack_ts="100.1",
-            reply_slack_ts="100.2",
-        )
-    ]
-    assert [(e.author, e.slack_ts) for e in events] == [
-        ("root", None),
-        ("root", None),
-        ("billing_agent", "100.2"),
-    ]
-    session = await conversation.service.get_session(
-        app_name="support", user_id="u1", session_id=conversation.session_id or ""
-    )
-    assert session is not None and session.events[0].slack_ts == "100.1"

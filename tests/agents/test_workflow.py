@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agents import EXIT_LOOP, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
+from agents import EXIT_LOOP, LlmAgent, LoopAgent, LoopExit, ParallelAgent, SequentialAgent
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel, call
-from tests.agents.conversation import Conversation
+from tests.agents.conversation import Conversation, simplify
 
 
 def by_agent(replies: dict[str, list[str]]):  # type: ignore[no-untyped-def]
@@ -48,8 +48,11 @@ async def test_loop_without_escalation_runs_each_child_max_iterations_times() ->
         sub_agents=[LlmAgent(name="writer"), LlmAgent(name="reviewer")],
     )
     model = ScriptedModel(["draft 1", "not yet", "draft 2", "still not"])
-    turn = await Conversation(loop, model).send("write")
-    assert [a for a, _ in turn] == ["writer", "reviewer", "writer", "reviewer"]
+    events = await Conversation(loop, model).send_events("write")
+    assert [e.author for e in events] == ["writer", "reviewer", "writer", "reviewer", "refine"]
+    # The loop's last event says why it stopped; it has no text, so no model sees it.
+    assert events[-1].actions.loop_exit == LoopExit(reason="max_iterations", iterations=2)
+    assert events[-1].parts == ()
     model.assert_complete()
 
 
@@ -64,11 +67,26 @@ async def test_loop_escalation_stops_after_current_child_and_sequence_goes_on() 
     )
     outer = SequentialAgent(name="outer", sub_agents=[loop, LlmAgent(name="publisher")])
     model = ScriptedModel([call("exit_loop"), "Looks good.", "Published."])
-    turn = await Conversation(outer, model).send("review")
-    assert turn == [
+    conversation = Conversation(outer, model)
+    events = await conversation.send_events("review")
+    assert [simplify(e) for e in events] == [
         ("reviewer", ("call", "exit_loop", {})),
         ("reviewer", ("response", "exit_loop", {"status": "done"})),
         ("reviewer", "Looks good."),
+        ("refine", ""),
         ("publisher", "Published."),
     ]
+    assert events[3].actions.loop_exit == LoopExit(reason="escalated", iterations=1)
     model.assert_complete()
+    # The exit event stays out of the next request: the publisher saw only real turns.
+    assert all("refine" not in c.text for c in model.requests[-1].contents)
+
+
+async def test_loop_escalation_in_a_later_round_counts_the_rounds() -> None:
+    loop = LoopAgent(
+        name="refine", max_iterations=5, sub_agents=[LlmAgent(name="reviewer", tools=[EXIT_LOOP])]
+    )
+    model = ScriptedModel(["not yet", call("exit_loop"), "Done."])
+    events = await Conversation(loop, model).send_events("review")
+    assert events[-1].author == "refine"
+    assert events[-1].actions.loop_exit == LoopExit(reason="escalated", iterations=2)

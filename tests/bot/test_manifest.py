@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 from bot.slack.listeners import HANDOFF_SHORTCUT, SUMMARY_SHORTCUT
@@ -14,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT.parent / "shared" / "data" / "slack-manifest-schema" / "manifest.schema.1.0.0.json"
 
 
+@pytest.mark.skipif(
+    not SCHEMA.is_file(), reason=f"Slack's manifest schema is not here ({SCHEMA}): needs ../shared"
+)
 def test_manifest_validates_against_slack_schema() -> None:
     manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
     schema = json.loads(SCHEMA.read_text())

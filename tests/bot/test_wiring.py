@@ -1,11 +1,23 @@
-"""How settings configure the summary service: one assembly for the bot and the evals."""
+"""How settings configure the summary service (one assembly for the bot and the evals),
+and the one identity a process owns its work under."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from agents.summary.aids.policy import SmallModelAids
+from agents.summary.checks.validator import Validator
 from agents.summary.service import SummaryService
-from agents.summary.validator import Validator
 from bot.config import Settings
-from bot.wiring import LOCAL_REPETITION_PENALTY, build_summarizer, configured_models
+from bot.slack.app import create_services
+from bot.wiring import (
+    LOCAL_REPETITION_PENALTY,
+    build_digest_job,
+    build_summarizer,
+    configured_models,
+    process_owner,
+)
+from storage.database import Database
 
 
 def summarizer(**settings: object) -> SummaryService:
@@ -16,32 +28,48 @@ def summarizer(**settings: object) -> SummaryService:
 
 def test_embedded_model_summaries_get_completion_penalty_and_grounding() -> None:
     service = summarizer()  # MODEL unset: the embedded model
-    assert service.complete_coverage is True
-    assert service.repetition_penalty == LOCAL_REPETITION_PENALTY
-    assert service.validator.ground is True
+    assert service.aids == SmallModelAids(
+        checklist=True,
+        complete_coverage=True,
+        ground_citations=True,
+        repetition_penalty=LOCAL_REPETITION_PENALTY,
+    )
 
 
 def test_hosted_model_summaries_get_neither_unless_asked() -> None:
     service = summarizer(model="openai/gpt-4o-mini")
-    assert service.complete_coverage is False
-    assert service.repetition_penalty is None
+    assert service.aids.complete_coverage is False
+    assert service.aids.repetition_penalty is None
+    assert service.aids.ground_citations is True  # SUMMARY_GROUND_CITATIONS defaults on
 
     asked = summarizer(
         model="openai/gpt-4o-mini",
         summary_complete_coverage=True,
         summary_ground_citations=False,
     )
-    assert asked.complete_coverage is True
-    assert asked.validator.ground is False
+    assert asked.aids.complete_coverage is True
+    assert asked.aids.ground_citations is False
 
 
-def test_an_evaluation_replaces_the_validator_and_adds_a_shadow() -> None:
+def test_an_evaluation_replaces_the_validator() -> None:
     config = Settings(_env_file=None)  # type: ignore[call-arg]
     seed = Validator(strict=False)
-    service = build_summarizer(
-        config, models=configured_models(config), validator=seed, shadow_validator=seed
-    )
-    assert service.validator is seed and service.shadow_validator is seed
+    service = build_summarizer(config, models=configured_models(config), validator=seed)
+    assert service.validator is seed
+
+
+async def test_one_process_identity_owns_its_messages_and_its_digest_leases(
+    tmp_path: Path,
+) -> None:
+    config = Settings(_env_file=None, slack_bot_token="xoxb-test")  # type: ignore[call-arg]
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    services, slack = await create_services(config, db=db)
+    try:
+        job = build_digest_job(config, db, services.summarizer, services.client)
+        assert services.owner == job.owner == process_owner()
+    finally:
+        await slack.close()
+        await db.close()
 
 
 def test_tool_decision_defaults_per_model_and_can_be_set() -> None:

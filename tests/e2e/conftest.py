@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,12 +14,20 @@ from tests.e2e.harness import BotHarness, open_database
 from tests.fakes.slack_api import FakeSlackApi
 
 StartBot = Callable[..., Awaitable[BotHarness]]
+POSTING = {"chat.postMessage", "chat.update", "chat.postEphemeral", "response_url"}
+BROADCAST = re.compile(r"<!(channel|here|everyone)(\|[^>]*)?>|<!subteam\^")
 
 
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlackApi]:
     async with FakeSlackApi(members={"C1": ["U1", "U2"], "CLEAD": ["ULEAD"]}) as api:
         yield api
+    # Every call the bot made is one Slack accepts, and nothing it posted broadcasts.
+    assert [why for _, why in api.refused] == []
+    posted = [c.args for c in api.calls if c.method in POSTING]
+    assert [
+        a for a in posted if BROADCAST.search(json.dumps([a.get("text"), a.get("blocks")]))
+    ] == []
 
 
 @pytest.fixture

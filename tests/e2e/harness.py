@@ -15,9 +15,11 @@ import aiohttp
 from aiohttp import web
 
 from agents.base_agent import BaseAgent
+from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.runner import Runner
 from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
+from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
@@ -60,8 +62,11 @@ class BotHarness:
         agent: BaseAgent,
         db: Any,
         summarizer: Any = None,
+        compaction_model: Any = None,
         **settings: Any,
     ) -> BotHarness:
+        """Start the bot; `compaction_model` compacts after each invocation as shipped
+        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,
@@ -69,7 +74,21 @@ class BotHarness:
             _env_file=None,
             **settings,
         )
-        runner = Runner(agent=agent, app_name=config.app_name, session_service=db.sessions)
+        hooks = []
+        if compaction_model is not None:
+            compaction = EventsCompactionConfig(
+                summarizer=LlmEventSummarizer(compaction_model),
+                compaction_interval=config.compaction_interval,
+                overlap_size=config.compaction_overlap,
+            )
+            hooks.append(Compactor(db.sessions, compaction))
+        runner = Runner(
+            agent=agent,
+            app_name=config.app_name,
+            session_service=db.sessions,
+            after_invocation=hooks,
+            plugins=[SlackTsPlugin()],
+        )
         services, client = await create_services(
             config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
         )

@@ -56,7 +56,7 @@ async def test_commands_summary_is_ephemeral_and_cites_messages(
     assert reply["response_type"] == "ephemeral"
     assert "order 4411" in reply["text"]
     assert f"p{ROOT.replace('.', '')}" in json.dumps(reply["blocks"])  # e1 links to its message
-    posts = [c for c in slack.calls_to("chat.postMessage") if "Goal" in c.get("text", "")]
+    posts = [c for c in slack.calls_to("chat.postMessage") if "Thread summary" in c.get("text", "")]
     assert posts == []
 
 
@@ -66,7 +66,8 @@ async def test_commands_summary_public_posts_in_thread(
     bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
     await bot.send_command("/summary", f"<{LINK}> public")
     await bot.idle()
-    [post] = [c for c in slack.calls_to("chat.postMessage") if "Goal" in c.get("text", "")]
+    posts = slack.calls_to("chat.postMessage")
+    [post] = [c for c in posts if "Thread summary" in c.get("text", "")]
     assert post["thread_ts"] == ROOT and post["channel"] == "C1"
 
 
@@ -78,8 +79,9 @@ async def test_commands_summary_failing_validation_shows_problems_not_text(
     await bot.send_command("/summary", LINK)
     await bot.idle()
     [reply] = slack.calls_to("response_url")
-    assert "No validated summary" in reply["text"]
-    assert "$999" not in reply["text"] and "Invented" not in reply["text"]
+    shown = reply["text"] + json.dumps(reply["blocks"])
+    assert "Summary unavailable" in shown and "no summary passed validation" in shown
+    assert "$999" not in shown and "Invented" not in shown
 
 
 async def test_commands_non_member_is_refused_and_learns_nothing(

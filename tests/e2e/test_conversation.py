@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agents.models.scripted import ScriptedModel, transfer
+from bot.slack.message_ts import message_ts
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm
 from tests.e2e.trees import support_tree
@@ -167,7 +168,7 @@ async def test_conversation_model_failure_leaves_notice_flag_and_user_event(
     )
     assert session.events[0].author == "user"
     assert session.events[0].text == "my order is late"
-    assert session.events[0].slack_ts == "1700000060.000100"
+    assert message_ts(session.events[0]) == "1700000060.000100"
 
 
 async def test_conversation_rate_limited_post_is_retried_after_retry_after(

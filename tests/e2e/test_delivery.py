@@ -6,6 +6,9 @@ import asyncio
 import json
 import time
 
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
 from agents.llm_agent import LlmAgent
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel
@@ -86,3 +89,20 @@ async def test_delivery_forged_unsigned_and_stale_requests_get_401(
     assert (await bot.post(body, "application/json", stale, signed=False)).status == 401
     await bot.idle()
     assert slack.calls == []
+
+
+async def test_delivery_checks_each_signature_exactly_once(
+    slack: FakeSlackApi, start_bot: StartBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks: list[bytes] = []
+    check = SignatureVerifier.is_valid_request
+
+    def counted(self: SignatureVerifier, body: str | bytes, headers: dict[str, str]) -> bool:
+        checks.append(body if isinstance(body, bytes) else body.encode())
+        return check(self, body, headers)
+
+    monkeypatch.setattr(SignatureVerifier, "is_valid_request", counted)
+    bot = await start_bot(support_tree(ScriptedModel([echo])))
+    assert (await bot.send_event(dm("checked once", ts="1700000400.000100"))).status == 200
+    await slack.wait_for("chat.update")
+    assert len(checks) == 1

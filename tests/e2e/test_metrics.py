@@ -76,7 +76,7 @@ async def test_metrics_report_a_slack_session(
 
     job = DigestJob(
         db=database, summarizer=summarizer, client=bot.services.client,
-        lead_channel="CLEAD", idle_after=0,
+        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
     )  # fmt: skip
     [digest] = await job.run_once()
     assert digest.outcome == "posted"

@@ -12,6 +12,7 @@ from agents.models.scripted import ScriptedModel
 from agents.runner import Runner
 from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
+from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import socket_handler
 from tests.e2e.harness import dm, open_database
 from tests.e2e.trees import support_tree
@@ -34,9 +35,10 @@ async def test_socket_mode_dm_round_trip_and_health(tmp_path: Path) -> None:
             agent=support_tree(ScriptedModel(["Hi over the socket"])),
             app_name=settings.app_name,
             session_service=db.sessions,
+            plugins=[SlackTsPlugin()],
         )
         services, client = await create_services(settings, db=db, runner=runner, summarizer=None)
-        bolt = build_bolt_app(services, verify_requests=False)
+        bolt = build_bolt_app(services)
         handler = socket_handler(bolt, settings, services.client)
         web_app = build_web_app(
             services, bolt, http_events=False, extra_health=handler.client.is_connected

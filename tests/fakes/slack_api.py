@@ -9,11 +9,17 @@ Usage::
         assert slack.calls_to("chat.update")[0]["text"] == ...
 
 What it serves: `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEphemeral`,
-`chat.getPermalink`, `conversations.replies`, `conversations.members`,
+`chat.delete`, `chat.getPermalink`, `conversations.replies`, `conversations.members`,
 `conversations.info`, `users.info`, `views.open`, `views.publish`,
 `apps.connections.open` (answers `socket_url`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
 answers `{"ok": true}` and is recorded.
+
+Strict like Slack: a call with an argument its method does not take, or blocks beyond
+Block Kit's documented limits, is refused with Slack's error code (see
+`tests.fakes.slack_limits`) and kept in `refused`. `users.info` knows every `U`/`W` id as
+a person, `bots` as bot users, and nothing else; `conversations.info` says a `D`
+channel is a DM and a `group_dms` channel a group DM.
 
 Faults: `fail("chat.postMessage", status=429, times=1, retry_after=1)` makes the
 next `times` calls of that method fail (429 carries `Retry-After`; any other status
@@ -31,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.slack_limits import refusal
 
 
 @dataclass
@@ -62,6 +70,8 @@ class FakeSlackApi:
         members: dict[str, list[str]] | None = None,
         socket_url: str | None = None,
         latency: float = 0.0,
+        bots: set[str] | None = None,
+        group_dms: set[str] | None = None,
     ) -> None:
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -69,7 +79,10 @@ class FakeSlackApi:
         self.members: dict[str, list[str]] = {k: list(v) for k, v in (members or {}).items()}
         self.socket_url = socket_url
         self.latency = latency
+        self.bots = {bot_user_id, "USLACKBOT", *(bots or set())}
+        self.group_dms = set(group_dms or ())
         self.calls: list[Call] = []
+        self.refused: list[tuple[Call, str]] = []
         self.attempts: list[Call] = []
         # channel -> ts -> message dict (text, blocks, user/bot_id, thread_ts, ...)
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}
@@ -191,6 +204,9 @@ class FakeSlackApi:
             body = {"ok": False, "error": "ratelimited" if fault.status == 429 else "fatal_error"}
             return web.json_response(body, status=fault.status, headers=headers)
         self.attempts.append(Call(method, args))
+        refused = refusal(method, args)
+        if refused is not None:
+            return self._refuse(Call(method, args), *refused)
         result = self._answer(method, args)
         await self._record(Call(method, args))
         return web.json_response(result)
@@ -198,8 +214,16 @@ class FakeSlackApi:
     async def _handle_response_url(self, request: web.Request) -> web.Response:
         args = await self._decode(request)
         args["_response_token"] = request.match_info["token"]
+        refused = refusal("response_url", args)
+        if refused is not None:
+            return self._refuse(Call("response_url", args), *refused)
         await self._record(Call("response_url", args))
         return web.json_response({"ok": True})
+
+    def _refuse(self, call: Call, code: str, why: str) -> web.Response:
+        self.refused.append((call, why))
+        body = {"ok": False, "error": code, "response_metadata": {"messages": [why]}}
+        return web.json_response(body)
 
     async def _record(self, call: Call) -> None:
         self.calls.append(call)
@@ -235,9 +259,37 @@ class FakeSlackApi:
         if msg is None:
             return {"ok": False, "error": "message_not_found"}
         msg.update(text=args.get("text", ""), blocks=args.get("blocks"), edited=True)
-        if args.get("username"):
-            msg["username"] = args["username"]
         return {"ok": True, "channel": channel, "ts": ts, "text": msg["text"]}
+
+    def _info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = str(args.get("channel", ""))
+        if channel not in self.members and not channel.startswith("D"):
+            return {"ok": False, "error": "channel_not_found"}
+        kind = {"is_im": channel.startswith("D"), "is_mpim": channel in self.group_dms}
+        return {"ok": True, "channel": {"id": channel, **kind}}
+
+    def _delete(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = args.get("channel", ""), args.get("ts", "")
+        if self.messages.get(channel, {}).pop(ts, None) is None:
+            return {"ok": False, "error": "message_not_found"}
+        return {"ok": True, "channel": channel, "ts": ts}
+
+    def _user(self, args: dict[str, Any]) -> dict[str, Any]:
+        user = str(args.get("user", ""))
+        if user[:1] not in ("U", "W"):
+            return {"ok": False, "error": "user_not_found"}
+        bot = user in self.bots
+        return {
+            "ok": True,
+            "user": {
+                "id": user,
+                "team_id": self.team_id,
+                "name": user.lower(),
+                "deleted": False,
+                "is_bot": bot,
+                "is_app_user": False,
+            },
+        }
 
     def _replies(self, args: dict[str, Any]) -> dict[str, Any]:
         msgs = self.thread(args.get("channel", ""), args.get("ts", ""))
@@ -281,11 +333,9 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "chat.getPermalink": FakeSlackApi._permalink,
     "conversations.replies": FakeSlackApi._replies,
     "conversations.members": FakeSlackApi._members,
-    "conversations.info": lambda self, a: {"ok": True, "channel": {"id": a.get("channel")}},
-    "users.info": lambda self, a: {
-        "ok": True,
-        "user": {"id": a.get("user"), "name": str(a.get("user", "")).lower(), "is_bot": False},
-    },
+    "conversations.info": FakeSlackApi._info,
+    "users.info": FakeSlackApi._user,
+    "chat.delete": FakeSlackApi._delete,
     "views.open": lambda self, a: {"ok": True, "view": {"id": "V" + self.next_ts()}},
     "views.publish": lambda self, a: {"ok": True, "view": {"id": "VHOME"}},
     "apps.connections.open": FakeSlackApi._connections_open,

@@ -14,6 +14,8 @@ from tests.fakes.slack_api import FakeSlackApi
 async def slack() -> AsyncIterator[FakeSlackApi]:
     async with FakeSlackApi(members={"C1": ["U1", "U2"], "CSECRET": ["U9"]}) as api:
         yield api
+    # Every call the bot made is one Slack accepts.
+    assert [why for _, why in api.refused] == []
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def bot_env(slack: FakeSlackApi, openai: FakeOpenAIServer, db_file: Path) -> dic
         "MODEL": "openai/test",
         "MODEL_API_BASE": openai.base_url,
         "MODEL_API_KEY": "sk-test",
-        "MODEL_TIMEOUT": "300",
+        "MODEL_TIMEOUT_SECONDS": "300",
         "PORT": str(free_port()),
         "HOST": "127.0.0.1",
         "MAX_CONCURRENT_INVOCATIONS": "200",
@@ -124,7 +124,8 @@ async def test_crash_sigkill_with_invocations_in_flight_loses_nothing(
     assert notices >= 90 and replies >= FOLLOW_UPS, (notices, replies)
     assert integrity(db_file) == "ok"
     with sqlite3.connect(db_file) as conn:
-        stored = {r[0] for r in conn.execute("SELECT slack_ts FROM events WHERE author='user'")}
+        query = "SELECT json_extract(custom_metadata, '$.slack_ts') FROM events WHERE author=?"
+        stored = {r[0] for r in conn.execute(query, ("user",))}
         flagged = conn.execute("SELECT count(*) FROM threads WHERE needs_attention").fetchone()
         left = conn.execute("SELECT count(*) FROM inflight").fetchone()
     assert stored >= set(sent)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from agents.events import Event
 from storage import Database, DatabaseOutdatedError, DatabaseSchemaError
 from storage.engine import create_engine
-from storage.migrate import head_revision, upgrade, upgrade_async
+from storage.migrate import alembic_config, head_revision, upgrade, upgrade_async
 from storage.schema import metadata
 
 
@@ -76,6 +79,57 @@ async def test_migration_from_first_revision_keeps_data(empty_url: str) -> None:
     ]
 
 
+async def test_migration_moves_event_slack_ts_into_custom_metadata(empty_url: str) -> None:
+    # Rows written before revision 0004 have a `slack_ts` column and JSON field.
+    assert await upgrade_async(empty_url, "0003") == "0003"
+    engine = create_engine(empty_url)
+    old = '{"id":"e%d","invocation_id":"i1","author":"user","timestamp":1.0,"parts":[%s],'
+    old += '"slack_ts":%s}'
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO sessions (app_name, user_id, session_id, state, last_seq,"
+                " created_at, updated_at) VALUES ('app', 'u1', 's1', '{}', 3, 1.0, 1.0)"
+            )
+        )
+        for seq, ts in ((1, "1700000000.000100"), (2, None)):
+            data = old % (seq, '{"text":"hi"}', f'"{ts}"' if ts else "null")
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO events (session_pk, seq, event_id, invocation_id, author,"
+                    " timestamp, slack_ts, data) VALUES (1, :seq, :eid, 'i1', 'user', 1.0,"
+                    " :ts, :data)"
+                ),
+                {"seq": seq, "eid": f"e{seq}", "ts": ts, "data": data},
+            )
+        await conn.execute(
+            sa.text(
+                "INSERT INTO events (session_pk, seq, event_id, invocation_id, author,"
+                " timestamp, slack_ts, data) VALUES (1, 3, 'e3', 'i1', 'user', 1.0, NULL,"
+                " 'not json')"
+            )
+        )
+    await engine.dispose()
+
+    assert await upgrade_async(empty_url) == head_revision()
+    db = await Database.open(empty_url, migrate=False)
+    try:
+        session = await db.sessions.get_session(app_name="app", user_id="u1", session_id="s1")
+        async with db.engine.connect() as conn:
+            columns = (
+                await conn.execute(sa.text("SELECT custom_metadata FROM events ORDER BY seq"))
+            ).all()
+    finally:
+        await db.close()
+    assert session is not None
+    assert [(e.id, dict(e.custom_metadata)) for e in session.events] == [
+        ("e1", {"slack_ts": "1700000000.000100"}),
+        ("e2", {}),
+    ]  # the corrupt row is still skipped on load, as before
+    stored = [c if isinstance(c, dict) or c is None else json.loads(c) for (c,) in columns]
+    assert stored == [{"slack_ts": "1700000000.000100"}, None, None]
+
+
 async def test_migration_sqlite_is_upgraded_on_open(sqlite_url: str) -> None:
     await upgrade_async(sqlite_url, "0001")
     db = await Database.open(sqlite_url)
@@ -114,3 +168,20 @@ async def test_migration_sync_upgrade_for_the_cli(sqlite_url: str) -> None:
     assert await asyncio.to_thread(upgrade, sqlite_url) == head_revision()
     db = await Database.open(sqlite_url, migrate=False)
     await db.close()
+
+
+async def test_migration_0004_downgrade_restores_the_legacy_slack_ts(sqlite_url: str) -> None:
+    db = await Database.open(sqlite_url)
+    session = await db.sessions.create_session(app_name="app", user_id="u1", session_id="s1")
+    await db.sessions.append_event(
+        session, Event(author="user", custom_metadata={"slack_ts": "1700000000.000100"})
+    )
+    await db.close()
+    engine = create_engine(sqlite_url)
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0003"))
+        (ts, data) = (await conn.execute(sa.text("SELECT slack_ts, data FROM events"))).one()
+    await engine.dispose()
+    legacy = json.loads(data)
+    assert ts == legacy["slack_ts"] == "1700000000.000100"
+    assert "custom_metadata" not in legacy and "loop_exit" not in legacy["actions"]

@@ -15,8 +15,8 @@ from agents.events import (
     Part,
     Usage,
 )
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionNotFoundError, SessionService
+from agents.sessions.service import InMemorySessionService, SessionNotFoundError, SessionService
+from agents.sessions.session import Session
 from storage import Database
 
 
@@ -41,7 +41,7 @@ def _rich_events() -> list[Event]:
             author="user",
             timestamp=1_700_000_000.123456,
             parts=(Part(text="my invoice is wrong"),),
-            slack_ts="1700000000.000100",
+            custom_metadata={"transport_ts": "1700000000.000100", "retries": [1, 2]},
             actions=EventActions(state_delta={"topic": "billing", "temp:scratch": 1}),
         ),
         Event(
@@ -135,7 +135,7 @@ async def test_session_append_and_reload_field_by_field(service: SessionService)
         assert reloaded.usage == original.usage
         assert reloaded.actions.compaction == original.actions.compaction
         assert reloaded.actions.transfer_to_agent == original.actions.transfer_to_agent
-        assert reloaded.slack_ts == original.slack_ts
+        assert reloaded.custom_metadata == original.custom_metadata
     assert loaded.last_update_time == originals[-1].timestamp
 
 

@@ -169,3 +169,35 @@ async def test_thread_claim_refuses_a_thread_digested_meanwhile(db: Database) ->
     assert not await db.threads.claim(key, owner="b", now=NOW + 1, lease_seconds=60)
     await db.threads.touch(key, now=NOW + 2)
     assert not await db.threads.claim(key, owner="b", now=NOW + 3, lease_seconds=60)
+
+
+async def test_for_user_lists_one_users_threads_in_a_channel_newest_first(db: Database) -> None:
+    for ts, user, channel, at in (
+        ("1.0", "u1", "C1", 10.0),
+        ("2.0", "u1", "C1", 30.0),
+        ("3.0", "u2", "C1", 40.0),
+        ("4.0", "u1", "C2", 50.0),
+        ("5.0", "u1", "C1", 20.0),
+    ):
+        key = ThreadKey(team_id="T1", channel_id=channel, thread_ts=ts)
+        await db.threads.create(key, session_id=f"s{ts}", app_name="app", user_id=user, now=at)
+
+    mine = await db.threads.for_user(team_id="T1", channel_id="C1", user_id="u1", limit=2)
+
+    assert [r.thread_ts for r in mine] == ["2.0", "5.0"]
+
+
+async def test_a_threads_session_is_found_and_created_once(db: Database) -> None:
+    record = await db.threads.create(
+        _key("1.0"), session_id="s1", app_name="app", user_id="u1", now=NOW
+    )
+    assert await db.sessions.of_thread(record) is None
+
+    created = await db.sessions.ensure_of_thread(record)
+    await db.sessions.append_event(created, Event(author="user"))
+    found = await db.sessions.ensure_of_thread(record)
+
+    assert (created.id, found.id) == ("s1", "s1")
+    assert [e.author for e in found.events] == ["user"]
+    loaded = await db.sessions.of_thread(record, since_compaction=True)
+    assert loaded is not None and loaded.id == "s1"

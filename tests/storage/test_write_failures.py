@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.errors import SessionStoreError
 from agents.events import Event, Part
 from storage import Database, StorageWriteError
 
@@ -27,6 +28,7 @@ async def test_write_to_read_only_sqlite_fails_clearly_and_keeps_events(tmp_path
         with pytest.raises(StorageWriteError, match="readonly") as caught:
             await read_only.sessions.append_event(loaded, Event(author="user"))
         assert "\n" not in str(caught.value)
+        assert isinstance(caught.value, SessionStoreError)  # the runner lets it escape
         again = await read_only.sessions.get_session(app_name="app", user_id="u1", session_id="s1")
     finally:
         await read_only.close()

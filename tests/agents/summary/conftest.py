@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agents.events import Event, FunctionCall, FunctionResponse, Part
-from agents.session import Session
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.session import Session
 
 APP = "support"
 AGENT = "billing_agent"
@@ -38,20 +38,23 @@ def tool(name: str, args: dict[str, Any], result: dict[str, Any]) -> list[Event]
 def refund_events() -> list[Event]:
     """The seed's worked example, e1..e8."""
     return [
-        user("Hi, my order A-1001 is late. It should have arrived last week.", slack_ts="1.1"),
+        user(
+            "Hi, my order A-1001 is late. It should have arrived last week.",
+            custom_metadata={"slack_ts": "1.1"},
+        ),
         *tool(
             "lookup_order",
             {"order_id": "A-1001"},
             {"order_id": "A-1001", "status": "shipped", "shipped_on": "2024-09-28"},
         ),
-        user("Can I get a refund of the shipping fee?", slack_ts="1.2"),
+        user("Can I get a refund of the shipping fee?", custom_metadata={"slack_ts": "1.2"}),
         *tool("refund_shipping", {"order_id": "A-1001", "amount": 12.50}, {"status": "refunded"}),
         agent(
             "I've issued a refund of $12.50 for the shipping fee on A-1001. "
             "It will arrive within five working days.",
-            slack_ts="1.3",
+            custom_metadata={"slack_ts": "1.3"},
         ),
-        user("Thanks. Is my other order B-2040 affected too?", slack_ts="1.4"),
+        user("Thanks. Is my other order B-2040 affected too?", custom_metadata={"slack_ts": "1.4"}),
     ]
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session import Session
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.session import Session
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.service import Summary, SummaryService
 from tests.agents.summary.conftest import agent, handoff, make_session, refund_record, user
+
+COMPLETE = SmallModelAids(complete_coverage=True)
 
 
 async def test_dropped_value_is_completed_by_one_small_call(refund_session: Session) -> None:
@@ -16,7 +19,7 @@ async def test_dropped_value_is_completed_by_one_small_call(refund_session: Sess
     model = ScriptedModel(
         [json_text(draft), json_text({"text": "The user asks whether order B-2040 is affected"})]
     )
-    service = SummaryService(model, complete_coverage=True)
+    service = SummaryService(model, aids=COMPLETE)
 
     result = await service.summarize(refund_session)
 
@@ -46,12 +49,12 @@ async def test_completion_that_drops_the_value_is_discarded(refund_session: Sess
             json_text(fixed),  # the retry, whose draft needs no completion
         ]
     )
-    service = SummaryService(model, complete_coverage=True)
+    service = SummaryService(model, aids=COMPLETE)
 
     result = await service.summarize(refund_session)
 
     assert isinstance(result, Summary) and result.attempts == 2
-    assert result.problems_first_attempt == ["dropped entity B-2040"]
+    assert [str(p) for p in result.problems_first_attempt] == ["dropped entity B-2040"]
     assert result.attempt_log[0].completed_items == 0
     model.assert_complete()
 
@@ -64,7 +67,7 @@ async def test_missing_promise_is_quoted_as_a_commitment_without_a_model_call(
         open_questions=[{"text": "Is B-2040 affected?", "sources": ["e8"]}],
     )
     model = ScriptedModel([json_text(draft)])  # a completion call would fail the test
-    service = SummaryService(model, complete_coverage=True)
+    service = SummaryService(model, aids=COMPLETE)
 
     result = await service.summarize(refund_session)
 
@@ -86,7 +89,7 @@ async def test_no_completion_calls_when_the_draft_covers_everything(
 ) -> None:
     passing = refund_record(open_questions=[{"text": "Is B-2040 affected?", "sources": ["e8"]}])
     model = ScriptedModel([json.dumps(passing)])  # a second call would fail the test
-    result = await SummaryService(model, complete_coverage=True).summarize(refund_session)
+    result = await SummaryService(model, aids=COMPLETE).summarize(refund_session)
     assert isinstance(result, Summary) and result.attempt_log[0].completed_items == 0
     model.assert_complete()
 
@@ -101,7 +104,7 @@ async def test_a_quoted_promise_never_repeats_a_secret(sessions: InMemorySession
         "Reset the PIN", facts=[{"text": "The account is 84318931431", "sources": ["e1"]}]
     )
     model = ScriptedModel([json_text(draft)])
-    result = await SummaryService(model, complete_coverage=True).summarize(session)
+    result = await SummaryService(model, aids=COMPLETE).summarize(session)
 
     assert isinstance(result, Summary) and result.attempts == 1
     (commitment,) = result.record.commitments

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from agents.summary.checklist import build_checklist, checklist, group_values
+from agents.events import Event
+from agents.summary.aids.checklist import build_checklist, checklist, group_values
+from agents.summary.aids.grounding import Grounded, ground_citations
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import EntityExtractor
-from agents.summary.grounding import ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import render_transcript
-from agents.summary.validator import Validator
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import (
     agent,
@@ -24,9 +26,22 @@ EVENTS = numbered(refund_events())
 PASSING = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
 
 
+def grounded_check(
+    record: dict[str, object], events: list[Event] = EVENTS, *, ground: bool = True
+) -> tuple[ValidationResult, Grounded | None]:
+    """The service's order: parse once, ground (the repair), then check."""
+    validator = Validator()
+    parsed = validator.parse(json.dumps(record))
+    assert parsed.record is not None
+    grounded = ground_citations(parsed.record, events) if ground else None
+    if grounded is not None:
+        parsed = replace(parsed, record=grounded.record)
+    return validator.check(parsed, events), grounded
+
+
 def validate(record: dict[str, object], *, ground: bool) -> tuple[list[str], int]:
-    result = Validator(ground=ground).validate(json.dumps(record), EVENTS)
-    return result.problems, result.grounded_items
+    result, grounded = grounded_check(record, ground=ground)
+    return [str(p) for p in result.problems], grounded.corrected_items if grounded else 0
 
 
 def test_neighbouring_turn_is_regrounded_to_the_event_holding_the_value() -> None:
@@ -37,19 +52,45 @@ def test_neighbouring_turn_is_regrounded_to_the_event_holding_the_value() -> Non
 
     problems, grounded = validate(record, ground=True)
     assert problems == [] and grounded == 1
-    fixed = Validator(ground=True).validate(json.dumps(record), EVENTS).record
+    fixed = grounded_check(record)[0].record
     assert fixed is not None and fixed.open_questions[0].sources == ["e8"]
 
 
 def test_grounding_keeps_supporting_citations_and_adds_the_missing_one() -> None:
     record = HandoffRecord.model_validate(
+        refund_record(facts=[item("A-1001 shipping fee of $12.50 refunded", "e2", "e6")])
+    )
+    grounded = ground_citations(record, EVENTS)
+    # e2 holds A-1001 and stays; the tool result e6 holds neither value and goes; for
+    # $12.50 the event holding the most of the item's values wins: the refund call e5.
+    assert grounded.record.facts[0].sources == ["e2", "e5"]
+    assert grounded.corrected_items == 1
+
+
+def test_grounding_never_removes_the_users_source() -> None:
+    record = HandoffRecord.model_validate(
         refund_record(facts=[item("A-1001 shipping fee of $12.50 refunded", "e2", "e8")])
     )
     grounded = ground_citations(record, EVENTS)
-    # e2 holds A-1001 and stays; e8 holds neither value and goes; for $12.50 the event
-    # holding the most of the item's values wins: the refund call e5 (A-1001 and 12.50).
-    assert grounded.record.facts[0].sources == ["e2", "e5"]
-    assert grounded.corrected_items == 1
+    # e8 (the user's) holds neither value but stays: only agent sources are dropped.
+    assert grounded.record.facts[0].sources == ["e2", "e8", "e5"]
+
+
+def test_grounding_adds_no_agent_turn_that_merely_names_the_same_order() -> None:
+    events = numbered(
+        [
+            user("Your colleague promised me a full refund of $500 by Friday."),
+            agent("Let me look into order A-4411."),
+            user("Yes, it is order A-4411."),
+        ]
+    )
+    record = HandoffRecord.model_validate(
+        handoff("Refund", facts=[item("Full refund of $500 for order A-4411", "e1")])
+    )
+    grounded = ground_citations(record, events)
+    # A-4411 is missing from e1: the agent's e2 names it first but does not say $500, so
+    # the user's own e3 is added instead.
+    assert grounded.record.facts[0].sources == ["e1", "e3"]
 
 
 def test_grounding_never_hides_an_invented_id_or_an_unsupported_value() -> None:
@@ -92,7 +133,7 @@ def test_deadline_the_agent_never_stated_is_named() -> None:
         "Refund for A-1001",
         commitments=[item("Refund for A-1001 issued, within five working days", "e2")],
     )
-    problems = Validator().validate(json.dumps(record), events).problems
+    problems = [str(p) for p in Validator().validate(json.dumps(record), events).problems]
     assert problems == [
         "commitment 1 says 'within five working days', but e2 does not say it; "
         "state only deadlines the agent stated"
@@ -136,8 +177,8 @@ def test_item_restating_a_masked_secret_is_dropped_and_counted() -> None:
         "Verify the caller",
         facts=[item("The user's PIN is ••••.", "e1"), item("The caller was verified", "e3")],
     )
-    result = Validator(ground=True).validate(json.dumps(record), events)
-    assert result.problems == [] and result.withheld_items == 1
+    result, grounded = grounded_check(record, events)
+    assert result.problems == [] and grounded is not None and grounded.withheld_items == 1
     assert result.record is not None and [i.text for i in result.record.facts] == [
         "The caller was verified"
     ]
@@ -153,7 +194,7 @@ def test_a_date_written_with_its_month_name_is_the_same_date() -> None:
     record = handoff("Move JG7FMM", facts=[item("JG7FMM was moved to May 24, 2024", "e2")])
     assert Validator().validate(json.dumps(record), events).problems == []
     record["facts"] = [item("JG7FMM was moved to May 25, 2024", "e2")]
-    problems = Validator().validate(json.dumps(record), events).problems
+    problems = [str(p) for p in Validator().validate(json.dumps(record), events).problems]
     assert problems == [
         "fact 1 cites e2, which does not mention May 25, 2024",
         "dropped entity 2024-05-24",
@@ -168,3 +209,16 @@ def test_retry_locations_follow_the_checklist_plan() -> None:
     assert where["$12.50"] == "e7 (the agent's promise)"
     assert where["b-2040"].startswith('e8 (user: "Is my other order B-2040')
     assert plan.text() == checklist(EVENTS, entities)
+
+
+def test_checklist_masks_secrets_in_quoted_promises_and_excerpts() -> None:
+    events = numbered(
+        [
+            user("My order is A-1001 and my PIN is 4821."),
+            agent("I've updated the PIN 4821 on A-1001 and I will email you a receipt."),
+        ]
+    )
+    entities = EntityExtractor().extract(events)
+    text = checklist(events, entities)
+    assert "4821" not in text
+    assert "••••" in text and "A-1001" in text

@@ -1,13 +1,12 @@
-"""Renderings: plain text, Block Kit and JSON, all from the record."""
+"""Renderings: plain text and JSON, both from the record (Block Kit: tests/bot/slack)."""
 
 from __future__ import annotations
 
 import json
 
-from agents.events import Event
+from agents.summary.checks.claims import label_user_claims
 from agents.summary.record import HandoffRecord
-from agents.summary.render import CLAIM_LABEL, to_blocks, to_json, to_json_text, to_text
-from agents.summary.validator import label_user_claims
+from agents.summary.render import CLAIM_LABEL, to_json, to_json_text, to_text
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import item, refund_events, refund_record
 
@@ -27,19 +26,6 @@ def test_render_text_marks_claims_in_handoff_order() -> None:
     headings = [line for line in lines if line.endswith(":")]
     assert headings == ["Facts:", "Decisions:", "Commitments:", "Open questions:"]
     assert f"- [{CLAIM_LABEL}] Is order B-2040 affected too? (e8)" in lines
-
-
-def test_render_blocks_link_sources_with_slack_ts() -> None:
-    def link_for(event: Event) -> str | None:
-        return f"https://x.slack.com/p{event.slack_ts}" if event.slack_ts else None
-
-    blocks = to_blocks(RECORD, events=EVENTS, link_for=link_for)
-    body = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
-    assert "<https://x.slack.com/p1.3|e7>" in body  # the agent's reply has a slack_ts
-    assert "(e5, e6)" in body  # tool events have none: plain ids
-    assert "*Refund of $12.50 arrives within five working days*" in body
-    assert f"_{CLAIM_LABEL}:_ Is order B-2040" in body
-    assert blocks[-1]["type"] == "context"
 
 
 def test_render_json_round_trips_with_labels() -> None:

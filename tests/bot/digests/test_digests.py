@@ -16,6 +16,7 @@ from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel
 from agents.summary import SummaryService
 from bot.digests.job import DigestJob
+from bot.slack.message_ts import SLACK_TS
 from storage.database import Database
 from storage.threads import ThreadKey
 from tests.agents.summary.conftest import item, refund_events, refund_record
@@ -31,17 +32,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[FakeSlackApi]:
-    async with FakeSlackApi() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def client(slack: FakeSlackApi) -> AsyncWebClient:
-    return AsyncWebClient(token="xoxb-test", base_url=slack.url)
 
 
 @pytest.fixture
@@ -72,6 +62,7 @@ def job(db: Database, client: AsyncWebClient, clock: Clock, model: Any, **kw: An
         lead_channel=kw.pop("lead_channel", LEAD),
         idle_after=IDLE,
         clock=clock,
+        owner=kw.pop("owner", "digest-test"),
         **kw,
     )
 
@@ -79,7 +70,10 @@ def job(db: Database, client: AsyncWebClient, clock: Clock, model: Any, **kw: An
 def greeting(n: int) -> list[Event]:
     from tests.agents.summary.conftest import agent, user
 
-    return [user(f"hello from thread {n}", slack_ts=f"{n}.1"), agent("Hi, how can I help?")]
+    return [
+        user(f"hello from thread {n}", custom_metadata={SLACK_TS: f"{n}.1"}),
+        agent("Hi, how can I help?"),
+    ]
 
 
 def greeting_record(request: LlmRequest) -> str:
@@ -188,7 +182,9 @@ async def test_digest_new_activity_gives_updated_digest_linking_the_earlier(
     )
     assert session is not None
     clock.now += 60
-    await db.sessions.append_event(session, user("hello again", slack_ts="100.3"))
+    await db.sessions.append_event(
+        session, user("hello again", custom_metadata={SLACK_TS: "100.3"})
+    )
     await db.threads.touch(key, now=clock.now)
     assert await digests.run_once() == []
     clock.now += IDLE + 1

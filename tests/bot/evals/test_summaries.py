@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
+from agents.summary.checks.validator import Validator
 from agents.summary.service import SummaryService
-from agents.summary.validator import Validator
 from bot.evals.dataset import conversation_from_row, load_conversations
+from bot.evals.shadow import ShadowValidator
 from bot.evals.summaries import conversation_session, evaluate, outcome_line, select_every_nth
 from tests.agents.summary.conftest import handoff
 
@@ -121,12 +122,14 @@ async def test_eval_shadow_seed_validator_scores_the_same_first_answers() -> Non
         facts=[{"text": "JG7FMM cancelled", "sources": ["e1", "e2", "e3", "e4"]}],
     )
     model = ScriptedModel([json_text(over)] * 2)
-    service = SummaryService(model, shadow_validator=Validator(strict=False))
+    shadow = ShadowValidator(Validator(), Validator(strict=False))
+    service = SummaryService(model, validator=shadow)
     report = await evaluate([conversation_from_row(ROWS[0])], service)
     model.assert_complete()  # the shadow costs no model call
     assert report.first_attempt_pass_rate == 0.0
     (outcome,) = report.outcomes
     assert outcome.shadow_passed_first is True
+    assert shadow.take() is None  # handed over once per summary
     lines = "\n".join(report.lines())
     assert "seed validator on the same first answers: pass 100.0% (1 of 1;" in lines
     assert "of those, rejected by this validator: 1" in lines
@@ -149,3 +152,18 @@ async def test_eval_line_can_show_first_attempt_problems() -> None:
     shown = outcome_line(outcome, problems=True).splitlines()
     assert shown[0].startswith(f"{outcome.conversation_id}: fallback attempts=2")
     assert "    dropped entity JG7FMM" in shown[1:]
+
+
+async def test_eval_shadow_fails_a_first_answer_whose_model_call_failed() -> None:
+    from agents.models.base import ModelError
+
+    good = handoff(
+        "Cancel reservation JG7FMM",
+        facts=[{"text": "Reservation JG7FMM was cancelled", "sources": ["e4"]}],
+    )
+    model = ScriptedModel([ModelError("boom"), json_text(good)])
+    service = SummaryService(model, validator=ShadowValidator(Validator(), Validator(strict=False)))
+    report = await evaluate([conversation_from_row(ROWS[0])], service)
+    (outcome,) = report.outcomes
+    assert outcome.attempts == 2 and not outcome.passed_first
+    assert outcome.shadow_passed_first is False  # not the retry's answer, scored instead

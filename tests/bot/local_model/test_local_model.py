@@ -22,6 +22,7 @@ from bot.local_model.serve import main as serve_main
 from bot.local_model.server import (
     LocalModelServer,
     LocalModelSettings,
+    assembly_bar,
     local_model_available,
     local_model_server,
     server_command,
@@ -35,7 +36,6 @@ from bot.local_model.weights import (
     ensure_weights,
     find_parts,
 )
-from bot.progress import ProgressBar, megabytes
 
 PART_BYTES = [b"first-part|", b"second|", b"third-and-last"]
 
@@ -147,14 +147,29 @@ def test_assembly_is_reused_once_verified_and_redone_if_the_file_changes(
     assert len(calls) == 6
 
 
-def test_progress_bar_prints_quarters_and_a_final_line_when_piped() -> None:
+def test_assembly_bar_shows_the_bytes_assembled_and_ends_at_the_total(
+    site: Path, tmp_path: Path
+) -> None:
     stream = io.StringIO()
-    bar = ProgressBar("assembling m.gguf", stream=stream, steps=4, detail=megabytes)
-    for done in range(0, 101, 10):
-        bar(done, 100)
-    lines = stream.getvalue().splitlines()
-    assert lines[:5] == [f"assembling m.gguf: {p}%" for p in (0, 25, 50, 75, 100)]
-    assert lines[5].startswith("assembling m.gguf: done in ")
+    spec = fake_spec(b"".join(PART_BYTES))
+    with assembly_bar(spec, stream) as bar:
+        bar.delay = 0  # a real assembly takes long enough to show it
+        ensure_weights(
+            spec,
+            tmp_path / "cache",
+            search_paths=[site],
+            progress=lambda done, _total: bar.update(done - bar.n),
+        )
+    last = stream.getvalue().rsplit("\r", 1)[-1]
+    assert last.startswith("assembling fake.gguf: 100%")
+    assert f"{spec.size}.0/{spec.size}.0" in last  # unit_scale: 1.12G/1.12G for the real one
+
+
+def test_assembly_bar_stays_silent_when_the_weights_are_already_there(tmp_path: Path) -> None:
+    stream = io.StringIO()
+    with assembly_bar(fake_spec(b"x"), stream):
+        pass
+    assert stream.getvalue() == ""
 
 
 def test_qwen_spec_pins_the_measured_size_and_a_sha256() -> None:

@@ -15,8 +15,9 @@ from bot.config import Settings
 from bot.evals.cli import eval_routing, eval_summaries
 from bot.evals.routing import RouteMap
 from bot.ops.commands import digest_once, forget, show_stats
-from bot.ops.stats import Stats, collect, stats_rows
+from bot.ops.stats import stats_rows
 from storage.database import Database
+from storage.stats import Stats
 from tests.bot.terminal.chat_model import support_model
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -86,7 +87,7 @@ async def test_forget_deletes_a_users_rows_and_prints_counts(
     counts = {k: int(v) for k, v in (line.split() for line in lines[1:])}
     assert counts["sessions"] == 1 and counts["threads"] == 1 and counts["events"] == 4
     async with await Database.open(settings.database_url) as db:
-        stats = await collect(db)
+        stats = await db.stats.collect()
     assert stats.sessions == 1 and stats.invocations == 1  # sam's remain
 
 
@@ -212,3 +213,63 @@ def test_route_map_parses_overrides_and_fallback() -> None:
     assert routes.agent_for("general") == "tech_support"
     with pytest.raises(ValueError, match="use route=agent"):
         RouteMap.parse("billing")
+
+
+def test_digest_without_once_explains_it_only_runs_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["digest"]) == 2
+    assert "support-bot digest --once" in capsys.readouterr().err
+
+
+def test_cli_usage_errors_exit_2_with_one_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["forget"]) == 2
+    assert "Missing option '--user'" in capsys.readouterr().err
+    assert cli.main(["eval", "routing", "--data", "x.jsonl", "--routes", "nonsense"]) == 2
+    assert capsys.readouterr().err.startswith("support-bot: ")
+
+
+async def test_stats_live_reads_a_metrics_page_with_prometheus_clients_parser(
+    tmp_path: Path,
+) -> None:
+    from aiohttp import web
+
+    REGISTRY.inc("support_bot_transfers_total", **{"from": "support_supervisor", "to": "billing"})
+    REGISTRY.inc("support_bot_invocations_total", 3)
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=REGISTRY.exposition(), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    settings = Settings(_env_file=None, database_url=f"sqlite+aiosqlite:///{tmp_path / 's.db'}")
+    out = io.StringIO()
+    try:
+        await show_stats(settings, out, live_url=f"http://127.0.0.1:{port}/metrics")
+    finally:
+        await runner.cleanup()
+    live = out.getvalue().split("Live counters from ", 1)[1].splitlines()[2:]
+    assert sorted(line.split() for line in live) == [
+        ["support_bot_invocations_total", "3"],
+        ['support_bot_transfers_total{from="support_supervisor",to="billing"}', "1"],
+    ]
+
+
+def test_eval_routing_passes_route_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.evals.cli as eval_cli
+
+    seen: list[dict[str, object]] = []
+
+    async def fake(_settings: object, _out: object, **kwargs: object) -> int:
+        seen.append(kwargs)
+        return 0
+
+    monkeypatch.setattr(eval_cli, "eval_routing", fake)
+    assert cli.main(["eval", "routing", "--data", "x.jsonl", "--route-only"]) == 0
+    assert cli.main(["eval", "routing", "--data", "x.jsonl"]) == 0
+    assert [s["route_only"] for s in seen] == [True, False]

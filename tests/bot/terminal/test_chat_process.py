@@ -96,7 +96,7 @@ def test_chat_piped_handoff_to_agent_and_person(server: FakeOpenAIServer, tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "Handed off to billing_agent, in a new session that starts from:" in out
-    assert "tech_support is a workflow step; hand off to one of:" in out
+    assert "tech_support can't own a thread; hand off to one of:" in out
     assert "Handed off to Alex." in out
     assert "handed_off" in out.splitlines()[-1]
     assert "never read" not in out and out.count("[billing_agent]") == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 _CODE_SPLIT = re.compile(r"(```.*?```|`[^`\n]+`)", re.DOTALL)
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
@@ -11,6 +12,12 @@ _STRIKE = re.compile(r"~~(.+?)~~")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$", re.MULTILINE)
 _BULLET = re.compile(r"^(\s*)[*-]\s+", re.MULTILINE)
 _PLACEHOLDER = "\x00{}\x00"
+# Something a reader takes for a host name: dotted labels ending in a letter TLD.
+_HOSTLIKE = re.compile(
+    r"(?<![\w@-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})(?![\w-])", re.I
+)
+# Escaped entities and Slack's `<...>` markup, which a split must never cut through.
+_ATOM = re.compile(r"&[a-z]+;|<[^<>\n]{1,1000}>")
 
 
 def escape(text: str) -> str:
@@ -43,8 +50,8 @@ def _convert_prose(text: str) -> str:
     links: list[str] = []
 
     def keep_link(match: re.Match[str]) -> str:
-        label = escape(match.group(1)).replace("|", "/")
         url = match.group(2).replace("|", "%7C").replace("<", "%3C").replace(">", "%3E")
+        label = escape(honest_label(match.group(1), url)).replace("|", "/")
         links.append(f"<{url}|{label}>")
         return _PLACEHOLDER.format(len(links) - 1)
 
@@ -59,11 +66,23 @@ def _convert_prose(text: str) -> str:
     return text
 
 
-def split_message(text: str, limit: int) -> list[str]:
-    """Split `text` into chunks of at most `limit` characters without losing any of it.
+def honest_label(label: str, url: str) -> str:
+    """`label`, unless it names a host other than `url`'s: then the real URL is shown, so a
+    link can never read as one site while leading to another."""
+    host = (urlsplit(url).hostname or "").casefold()
+    for named in _HOSTLIKE.findall(label):
+        named = named.casefold().rstrip(".")
+        if named != host and not host.endswith("." + named):
+            return url
+    return label
 
-    Prefers paragraph breaks, then line breaks, then spaces; a code fence cut in two is
-    closed at the end of one chunk and reopened at the start of the next.
+
+def split_message(text: str, limit: int) -> list[str]:
+    """Split escaped mrkdwn `text` into chunks of at most `limit` characters, losing none.
+
+    Cuts at paragraph breaks, then line breaks, then spaces, never inside an entity
+    (`&amp;`) or a link (`<url|label>`); a code fence cut in two is closed at the end of
+    one chunk and reopened at the start of the next.
     """
     if limit < 20:
         raise ValueError("limit too small to split safely")
@@ -84,8 +103,20 @@ def split_message(text: str, limit: int) -> list[str]:
 
 
 def _best_cut(text: str, budget: int) -> int:
+    """Where to cut so the head fits `budget` and no entity or link is split."""
+    atoms = [m.span() for m in _ATOM.finditer(text, 0, budget + 1100)]
+
+    def inside(at: int) -> bool:
+        return any(start < at < end for start, end in atoms)
+
     for sep in ("\n\n", "\n", " "):
         at = text.rfind(sep, budget // 2, budget)
+        while at > 0 and inside(at + len(sep)):
+            at = text.rfind(sep, budget // 2, at)
         if at > 0:
             return at + len(sep)
-    return budget
+    cut = budget
+    for start, end in atoms:
+        if start < cut < end:
+            cut = start
+    return cut if cut > 0 else budget

@@ -26,9 +26,3 @@ class Session(BaseModel):
     created_at: float = Field(default_factory=time.time)
     last_update_time: float = Field(default_factory=time.time)
     events_complete: bool = True
-
-    def find_event(self, event_id: str) -> Event | None:
-        for event in self.events:
-            if event.id == event_id:
-                return event
-        return None

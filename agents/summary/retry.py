@@ -1,0 +1,41 @@
+"""The request the summariser gets: the fenced transcript, the checklist, and on a retry
+the previous answer's problems.
+
+The retry reads each problem's `kind`, never its wording: a dropped value is told where
+the checklist found it.
+"""
+
+from __future__ import annotations
+
+from agents.summary.aids.checklist import Checklist
+from agents.summary.problems import Problem, ProblemKind
+from agents.summary.transcript import RenderedTranscript
+
+MAX_LISTED = 30
+RETRY_HEADER = "Your previous answer was rejected. Fix every problem below and answer again:"
+
+
+def first_message(rendered: RenderedTranscript, plan: Checklist) -> str:
+    """The fenced transcript, then the checklist when there is one."""
+    hints = plan.text()
+    return f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
+
+
+def problem_line(problem: Problem, where: dict[str, str]) -> str:
+    """A problem as the retry lists it; a dropped value says where it is."""
+    line = problem.message
+    located = where.get(problem.value.casefold())
+    if problem.kind is ProblemKind.DROPPED_ENTITY and problem.value and located:
+        line += f": add an item citing {located} that states it"
+    return line
+
+
+def retry_message(rendered: RenderedTranscript, plan: Checklist, problems: list[Problem]) -> str:
+    """The same request with the problems appended.
+
+    The rejected answer is deliberately not shown: measured on the embedded model, a
+    small model shown its answer copies it, problems and all, instead of fixing it.
+    """
+    where = plan.locations()
+    listed = "\n".join(f"- {problem_line(p, where)}" for p in problems[:MAX_LISTED])
+    return f"{first_message(rendered, plan)}\n\n{RETRY_HEADER}\n{listed}"

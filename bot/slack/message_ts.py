@@ -1,0 +1,58 @@
+"""Which Slack message an agent event came from or was posted as (its `ts`).
+
+The runtime knows nothing of Slack: the bot keeps a message's ts in the event's
+`custom_metadata` under `SLACK_TS`, stamped by `SlackTsPlugin`, so that any citation of
+the event (a digest's sources, say) can become a permalink.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.callbacks import BasePlugin
+from agents.context import InvocationContext
+from agents.events import Event
+
+# The event's key; migration 0004 moved the old `events.slack_ts` column under it.
+SLACK_TS = "slack_ts"
+# Invocation metadata only: the placeholder message the reply will be posted as.
+REPLY_TS = "slack_reply_ts"
+
+
+def message_ts(event: Event) -> str | None:
+    """The ts of the Slack message `event` came from or was posted as, if any."""
+    ts = event.custom_metadata.get(SLACK_TS)
+    return ts if isinstance(ts, str) and ts else None
+
+
+def turn_metadata(user_ts: str | None, reply_ts: str | None) -> dict[str, Any]:
+    """What `Runner.run_async(custom_metadata=...)` gets for one Slack message (empty
+    for a turn that has no Slack message, the terminal chat's say)."""
+    metadata: dict[str, Any] = {}
+    if user_ts:
+        metadata[SLACK_TS] = user_ts
+    if reply_ts:
+        metadata[REPLY_TS] = reply_ts
+    return metadata
+
+
+class SlackTsPlugin(BasePlugin):
+    """Stamps the user's message ts on the user event, and the reply's on every answer.
+
+    An answer is an event with text that ends its agent's turn (a failure notice too):
+    each is shown as, and so can be cited as, the reply message.
+    """
+
+    name = "slack_ts"
+
+    async def on_user_message(self, ctx: InvocationContext, event: Event) -> Event | None:
+        ts = ctx.custom_metadata.get(SLACK_TS)
+        return event.with_metadata(**{SLACK_TS: ts}) if ts else None
+
+    async def on_event(self, ctx: InvocationContext, event: Event) -> Event | None:
+        ts = ctx.custom_metadata.get(REPLY_TS)
+        if not ts or SLACK_TS in event.custom_metadata:
+            return None
+        if event.text and event.is_final_response():
+            return event.with_metadata(**{SLACK_TS: ts})
+        return None

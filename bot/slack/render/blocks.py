@@ -1,0 +1,252 @@
+"""Block Kit builders for everything the bot posts. Pure functions, no I/O.
+
+Every Block Kit payload is built here: replies and notices, the handoff modal and App
+Home, thread summaries, and the support-lead channel's digests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agents.events import Event
+from agents.summary.record import HandoffRecord, Item
+from agents.summary.render import CLAIM_LABEL, ORDER
+from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.limits import sections
+from bot.slack.render.mrkdwn import escape
+
+Block = dict[str, Any]
+LinkFor = Callable[[Event], "str | None"]
+UNAVAILABLE = "Summary unavailable"
+PROBLEM_CHARS = 300
+LISTED_PROBLEMS = 10
+
+THINKING_TEXT = "_Thinking…_"
+# A hand-off note; its post is split into sections, so any length within Slack's own
+# input limit fits.
+NOTE_MAX_CHARS = 3000
+FAILURE_TEXT = (
+    "Sorry, I couldn't answer this one. Your message is saved and a person from the "
+    "support team will follow up here."
+)
+INTERRUPTED_TEXT = (
+    "I was restarted before I could answer. Your message is saved and a person from the "
+    "support team will follow up here."
+)
+
+
+def transfer_line(path: Sequence[str]) -> str:
+    """`support_supervisor → billing_agent` for the agents a reply passed through."""
+    return " → ".join(path)
+
+
+def thinking_blocks() -> list[Block]:
+    return [{"type": "context", "elements": [{"type": "mrkdwn", "text": THINKING_TEXT}]}]
+
+
+def reply_blocks(text: str, *, agent: str, transfers: Sequence[str] = ()) -> list[Block]:
+    """A reply: its mrkdwn text, then a context line naming the agent (and any transfer)."""
+    context = f"*{escape(agent)}*"
+    if len(transfers) > 1:
+        context += f"  ·  {escape(transfer_line(transfers))}"
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": text or " "}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]},
+    ]
+
+
+def continuation_blocks(text: str) -> list[Block]:
+    """A follow-on chunk of a reply too long for one message."""
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": text or " "}}]
+
+
+def notice_blocks(text: str) -> list[Block]:
+    """A plain notice from the bot itself (failures, confirmations)."""
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+
+
+def handoff_modal(*, private_metadata: str, agents: Sequence[str]) -> dict[str, Any]:
+    """The "Hand off thread" modal: a person or an agent, and an optional note."""
+    agent_options = [
+        {"text": {"type": "plain_text", "text": name[:75]}, "value": name} for name in agents
+    ][:100]
+    person: Block = {
+        "type": "input",
+        "block_id": "person",
+        "optional": True,
+        "label": {"type": "plain_text", "text": "Hand off to a person"},
+        "element": {"type": "users_select", "action_id": "value"},
+    }
+    agent: Block = {
+        "type": "input",
+        "block_id": "agent",
+        "optional": True,
+        "label": {"type": "plain_text", "text": "…or to an agent"},
+        "element": {"type": "static_select", "action_id": "value", "options": agent_options},
+    }
+    note: Block = {
+        "type": "input",
+        "block_id": "note",
+        "optional": True,
+        "label": {"type": "plain_text", "text": "Note"},
+        "element": {
+            "type": "plain_text_input",
+            "action_id": "value",
+            "multiline": True,
+            "max_length": NOTE_MAX_CHARS,
+        },
+    }
+    blocks = [person, agent, note] if agent_options else [person, note]
+    return {
+        "type": "modal",
+        "callback_id": "handoff_modal",
+        "private_metadata": private_metadata,
+        "title": {"type": "plain_text", "text": "Hand off thread"},
+        "submit": {"type": "plain_text", "text": "Hand off"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": blocks,
+    }
+
+
+def refusal_modal(text: str) -> dict[str, Any]:
+    """A modal that only says why nothing can be done (no agent names, no thread)."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Hand off thread"},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": notice_blocks(escape(text)),
+    }
+
+
+def home_view() -> dict[str, Any]:
+    """App Home: what the bot does and how to use it."""
+    text = (
+        "*Support bot*\nMention me in a channel to start a conversation in that thread, "
+        "or send me a DM. Use `/summary &lt;thread link&gt;` or `/handoff &lt;thread link&gt; "
+        "&lt;@person | agent&gt; [note]`, or the message shortcuts, to summarise or hand off."
+    )
+    return {"type": "home", "blocks": notice_blocks(text)}
+
+
+def _section(text: str) -> Block:
+    # Never cut here: whoever posts splits an oversize section on line boundaries
+    # (`bot.slack.render.limits`).
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _source_refs(item: Item, events: dict[str, Event], link_for: LinkFor | None) -> str:
+    refs = []
+    for source in item.sources:
+        event = events.get(source)
+        url = link_for(event) if (link_for is not None and event is not None) else None
+        refs.append(f"<{url}|{source}>" if url else source)
+    return ", ".join(refs)
+
+
+def record_blocks(
+    record: HandoffRecord,
+    *,
+    events: Sequence[Event] = (),
+    link_for: LinkFor | None = None,
+    title: str = "Handoff summary",
+) -> list[Block]:
+    """A handoff record; each source links to its Slack message when `link_for` gives one.
+
+    User claims are marked; commitments stand out, because a broken promise costs the
+    next reader more than a missed fact.
+    """
+    by_id = {event.id: event for event in events}
+    blocks: list[Block] = [
+        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
+        _section(f"*Goal:* {escape(record.goal)}"),
+    ]
+    for section, heading in ORDER:
+        items: list[Item] = getattr(record, section)
+        if not items:
+            continue
+        lines = []
+        for item in items:
+            claim = f"_{CLAIM_LABEL}:_ " if item.user_claim else ""
+            text = escape(item.text)
+            if section == "commitments":
+                text = f"*{text}*"
+            lines.append(f"• {claim}{text} ({_source_refs(item, by_id, link_for)})")
+        marker = ":handshake: " if section == "commitments" else ""
+        blocks.append(_section(f"{marker}*{heading}*\n" + "\n".join(lines)))
+    if any(item.user_claim for _, _, item in record.items()):
+        blocks.append(
+            _context(f"_{CLAIM_LABEL}_: what the user wrote and no agent or tool stated.")
+        )
+    return blocks
+
+
+def summary_blocks(
+    record: HandoffRecord, *, events: Sequence[Event], links: ThreadLinks | None
+) -> list[Block]:
+    """A thread summary asked for in Slack: the record, then a line linking the thread."""
+    blocks = record_blocks(
+        record,
+        events=events,
+        link_for=links.shown_link_for(events) if links is not None else None,
+        title="Thread summary",
+    )
+    if links is not None:
+        blocks.append(_context(f"Validated summary of <{links.thread_link}|this thread>"))
+    return blocks
+
+
+def no_summary_blocks(text: str) -> list[Block]:
+    """The notice that no summary passed validation (`text` says why), split, never cut."""
+    return sections(text)
+
+
+def problem_list(problems: Sequence[str]) -> str:
+    """The first problems as escaped bullets, each shortened visibly, and how many more."""
+    lines = []
+    for problem in problems[:LISTED_PROBLEMS]:
+        shown = problem if len(problem) <= PROBLEM_CHARS else problem[: PROBLEM_CHARS - 1] + "…"
+        lines.append(f"• {escape(shown)}")
+    if len(problems) > LISTED_PROBLEMS:
+        lines.append(f"…and {len(problems) - LISTED_PROBLEMS} more")
+    return "\n".join(lines)
+
+
+def digest_message(
+    record: HandoffRecord,
+    *,
+    events: Sequence[Event],
+    links: ThreadLinks,
+    owners: Sequence[str],
+    cost: float,
+    attempts: int,
+    previous_link: str | None = None,
+) -> tuple[str, list[Block]]:
+    """The digest: a header linking the thread, the record, owners and cost."""
+    title = "Updated handoff digest" if previous_link else "Handoff digest"
+    # The channel mention stays outside the link: inside, its `>` would end the link.
+    intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
+    if previous_link:
+        intro += f"\nThis updates the <{previous_link}|earlier digest> of this thread."
+    blocks: list[Block] = [_section(intro)]
+    link_for = links.shown_link_for(events)
+    blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
+    agents = ", ".join(f"`{a}`" for a in owners) or "none"
+    blocks.append(
+        _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
+    )
+    fallback = f"{title}: {escape(record.goal)}"
+    return fallback, blocks
+
+
+def unavailable_message(links: ThreadLinks, problems: Sequence[str]) -> tuple[str, list[Block]]:
+    """The notice when no summary passed validation: the link, and why, never the text."""
+    text = (
+        f"*{UNAVAILABLE}* for <{links.thread_link}|this thread> in <#{links.channel}>. "
+        f"It is flagged for a person. The summary failed validation:\n{problem_list(problems)}"
+    )
+    return f"{UNAVAILABLE} for a thread in <#{links.channel}>", sections(text)

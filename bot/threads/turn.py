@@ -1,0 +1,116 @@
+"""One turn of a thread, whatever the transport: the thread and its session, the
+runner, and what the invocation produced.
+
+Slack (`bot.slack.conversation`), its start-up recovery (`bot.slack.recovery`) and the
+terminal chat (`bot.terminal.chat`) all answer a message this way; each then shows the
+`TurnOutcome` its own way (a placeholder replaced with Block Kit, a printed line).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.events import Event
+from agents.runner import Runner
+from storage.database import Database
+from storage.threads import ThreadKey, ThreadRecord
+
+
+@dataclass
+class TurnOutcome:
+    """What one invocation produced, reduced to what a thread shows: the reply (or the
+    error), and the agents the conversation passed through (`path`)."""
+
+    reply: Event | None = None
+    error: Event | None = None
+    path: list[str] = field(default_factory=list)
+
+    def observe(self, event: Event) -> None:
+        """Take one event of the invocation into account."""
+        if event.author != "user" and not self.path:
+            self.path.append(event.author)
+        target = event.actions.transfer_to_agent
+        if target and (not self.path or self.path[-1] != target):
+            self.path.append(target)
+        if event.error_code:
+            self.error = event
+        elif event.author != "user" and event.is_final_response() and event.text:
+            self.reply = event
+
+    @classmethod
+    def of_invocation(cls, events: Iterable[Event], invocation_id: str | None) -> TurnOutcome:
+        """The outcome rebuilt from a session's stored events of one invocation."""
+        outcome = cls()
+        for event in events:
+            if event.invocation_id == invocation_id and event.author != "user":
+                outcome.observe(event)
+        return outcome
+
+    @property
+    def answered(self) -> bool:
+        """True when the invocation ended in a reply and no error."""
+        return self.error is None and self.reply is not None
+
+    @property
+    def failure(self) -> str:
+        """Why there is no answer: the error event's code, or `no_reply`."""
+        if self.error is not None:
+            return self.error.error_code or "error"
+        return "no_reply"
+
+    @property
+    def transfers(self) -> list[str]:
+        """The path when the conversation changed hands, else empty."""
+        return self.path if len(self.path) > 1 else []
+
+
+async def ensure_thread(
+    db: Database,
+    key: ThreadKey,
+    record: ThreadRecord | None,
+    *,
+    new_session_id: str,
+    app_name: str,
+    user_id: str,
+) -> ThreadRecord:
+    """The thread, active, with its session: mapped to `new_session_id` on its first
+    message; a handed-off (or closed) thread comes back to the bot."""
+    if record is None:
+        record = await db.threads.create(
+            key, session_id=new_session_id, app_name=app_name, user_id=user_id, now=time.time()
+        )
+    elif record.status != "active":
+        await db.threads.set_status(key, "active")
+        record = record.model_copy(update={"status": "active"})
+    await db.sessions.ensure_of_thread(record, since_compaction=True)
+    return record
+
+
+async def run_turn(
+    runner: Runner,
+    *,
+    user_id: str,
+    session_id: str,
+    text: str,
+    invocation_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> TurnOutcome:
+    """Run `text` through the runner in the session and collect the outcome.
+
+    `metadata` is the transport's data for this invocation (the runner's `custom_metadata`,
+    read by its plugins): Slack passes its message ids, which `SlackTsPlugin` records on the
+    events for citations; the terminal passes nothing.
+    """
+    outcome = TurnOutcome()
+    async for event in runner.run_async(
+        user_id=user_id,
+        session_id=session_id,
+        message=text,
+        custom_metadata=dict(metadata or {}),
+        invocation_id=invocation_id,
+    ):
+        outcome.observe(event)
+    return outcome

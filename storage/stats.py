@@ -1,0 +1,122 @@
+"""`StatsStore`: the operating figures `/metrics` reports, read back from what is stored.
+
+`/metrics` counts in one process since it started; the database holds the same facts
+for every process and all time: each invocation starts with a stored user event, each
+model answer's event carries its usage and cost, transfers and compactions are events,
+summary runs and digests have their own rows, flagged threads are marked in the thread
+map.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from storage.engine import SqlGate
+from storage.schema import digests, events, sessions, threads
+from storage.summary_runs import SummaryRunStore
+
+
+@dataclass
+class AgentUsage:
+    """Model calls, tokens and cost of one agent."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass
+class Stats:
+    """Persisted operating figures."""
+
+    sessions: int = 0
+    invocations: int = 0
+    events: int = 0
+    usage: dict[str, AgentUsage] = field(default_factory=dict)
+    transfers: dict[tuple[str, str], int] = field(default_factory=dict)
+    compactions: int = 0
+    failed_turns: int = 0
+    summaries: dict[str, Any] = field(default_factory=dict)
+    digests_stored: int = 0
+    digests_posted: int = 0
+    threads: dict[str, int] = field(default_factory=dict)
+    threads_flagged: int = 0
+
+
+class StatsStore:
+    """Aggregate queries over the other stores' tables, for `support-bot stats`."""
+
+    def __init__(self, gate: SqlGate, summary_runs: SummaryRunStore) -> None:
+        self._gate = gate
+        self._summary_runs = summary_runs
+
+    async def collect(self) -> Stats:
+        """Every figure at once.
+
+        Usage, transfers and compactions come from the event rows that can hold them (a
+        LIKE on the stored JSON narrows the scan); the rest are aggregate queries.
+        """
+        stats = Stats(summaries=await self._summary_runs.totals())
+
+        async def tx(conn: AsyncConnection) -> None:
+            async def count(query: Any) -> int:
+                return int(await conn.scalar(query) or 0)
+
+            stats.sessions = await count(sa.select(sa.func.count()).select_from(sessions))
+            stats.events = await count(sa.select(sa.func.count()).select_from(events))
+            stats.invocations = await count(
+                sa.select(sa.func.count()).where(events.c.author == "user")
+            )
+            stats.digests_stored = await count(sa.select(sa.func.count()).select_from(digests))
+            stats.digests_posted = await count(
+                sa.select(sa.func.count()).where(digests.c.slack_ts.is_not(None))
+            )
+            stats.threads_flagged = await count(
+                sa.select(sa.func.count()).where(threads.c.needs_attention)
+            )
+            by_status = sa.select(threads.c.status, sa.func.count()).group_by(threads.c.status)
+            stats.threads = {status: int(n) for status, n in await conn.execute(by_status)}
+            interesting = sa.select(events.c.data).where(
+                events.c.author != "user",
+                sa.or_(
+                    events.c.data.like('%"usage":{%'),
+                    events.c.data.like('%"transfer_to_agent":"%'),
+                    events.c.data.like('%"compaction":{%'),
+                    events.c.data.like('%"error_code":"%'),
+                ),
+            )
+            for (data,) in await conn.execute(interesting):
+                _count_event(stats, data)
+
+        await self._gate.read(tx)
+        return stats
+
+
+def _count_event(stats: Stats, data: str) -> None:
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return  # a corrupt row is reported by the session loader, not here
+    author = str(event.get("author"))
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        agent = stats.usage.setdefault(author, AgentUsage())
+        agent.calls += 1
+        agent.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        agent.completion_tokens += int(usage.get("completion_tokens") or 0)
+        agent.cost += float(usage.get("cost") or 0.0)
+    actions = event.get("actions") or {}
+    target = actions.get("transfer_to_agent")
+    if target:
+        pair = (author, str(target))
+        stats.transfers[pair] = stats.transfers.get(pair, 0) + 1
+    if actions.get("compaction"):
+        stats.compactions += 1
+    if event.get("error_code"):
+        stats.failed_turns += 1

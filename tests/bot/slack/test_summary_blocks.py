@@ -1,0 +1,79 @@
+"""Block Kit for summaries and digests: built in bot/slack/blocks.py from the record."""
+
+from __future__ import annotations
+
+from agents.events import Event
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.record import HandoffRecord
+from agents.summary.render import CLAIM_LABEL
+from bot.evals.dataset import numbered
+from bot.slack.message_ts import message_ts
+from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.blocks import (
+    digest_message,
+    record_blocks,
+    summary_blocks,
+    unavailable_message,
+)
+from tests.agents.summary.conftest import item, refund_events, refund_record
+
+EVENTS = numbered(refund_events())
+RECORD = label_user_claims(
+    HandoffRecord.model_validate(
+        refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
+    ),
+    EVENTS,
+)
+LINKS = ThreadLinks(
+    channel="C1", thread_ts="1.1", thread_link="https://x.slack.com/archives/C1/p11"
+)
+
+
+def test_render_blocks_link_sources_with_slack_ts() -> None:
+    def link_for(event: Event) -> str | None:
+        ts = message_ts(event)
+        return f"https://x.slack.com/p{ts}" if ts else None
+
+    blocks = record_blocks(RECORD, events=EVENTS, link_for=link_for)
+    body = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
+    assert "<https://x.slack.com/p1.3|e7>" in body  # the agent's reply has a slack_ts
+    assert "(e5, e6)" in body  # tool events have none: plain ids
+    assert "*Refund of $12.50 arrives within five working days*" in body
+    assert f"_{CLAIM_LABEL}:_ Is order B-2040" in body
+    assert blocks[-1]["type"] == "context"
+
+
+def test_summary_blocks_end_with_a_link_to_the_thread() -> None:
+    blocks = summary_blocks(RECORD, events=EVENTS, links=LINKS)
+    assert blocks[0]["text"]["text"] == "Thread summary"
+    assert blocks[-1]["elements"][0]["text"] == (
+        "Validated summary of <https://x.slack.com/archives/C1/p11|this thread>"
+    )
+    assert summary_blocks(RECORD, events=EVENTS, links=None)[-1]["type"] == "context"
+
+
+def test_digest_message_names_owners_cost_and_previous_digest() -> None:
+    text, blocks = digest_message(
+        RECORD,
+        events=EVENTS,
+        links=LINKS,
+        owners=["billing_agent"],
+        cost=0.0123,
+        attempts=2,
+        previous_link="https://x.slack.com/archives/C9/p22",
+    )
+    # The fallback (the notification) names the digest and goal; the blocks carry the link.
+    assert text.startswith("Updated handoff digest: ")
+    assert "https://x.slack.com/archives/C1/p11" in blocks[0]["text"]["text"]
+    assert "earlier digest" in blocks[0]["text"]["text"]
+    assert blocks[-1]["elements"][0]["text"] == (
+        "Owned by `billing_agent` · summary cost $0.0123 · 2 attempt(s), validated"
+    )
+
+
+def test_unavailable_message_lists_problems_never_text() -> None:
+    problems = [f"problem <{i}>" for i in range(12)]
+    text, blocks = unavailable_message(LINKS, problems)
+    body = blocks[0]["text"]["text"]
+    assert text == "Summary unavailable for a thread in <#C1>"
+    assert "• problem &lt;0&gt;" in body and "…and 2 more" in body
