@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.errors import ModelCallLimitExceeded
 from agents.events import Event
+from agents.history import MAX_MESSAGE_CHARS
 from agents.session import Session
 from agents.session_service import SessionService
 from agents.state import State
@@ -53,6 +54,8 @@ class InvocationContext:
     # What the caller passed to `Runner.run_async` for this invocation; plugins read it
     # (a transport's message ids, say), the runtime never does.
     custom_metadata: dict[str, Any] = field(default_factory=dict)
+    # A single message longer than this is clipped in model requests (`agents.history`).
+    max_message_chars: int = MAX_MESSAGE_CHARS
 
     @property
     def app_name(self) -> str:

@@ -25,6 +25,7 @@ from agents.summary.record import HandoffRecord, Item
 from bot.slack.blocks import Block, digest_message, unavailable_message
 from bot.slack.limits import post_paged
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
+from bot.threads.admission import Priority, PriorityLimit
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
 from storage.digests import DigestRow
@@ -86,6 +87,8 @@ class DigestJob:
     """One digest pass over the idle threads (`run_once`); the scheduler repeats it.
 
     `owner` is the process's identity (`bot.wiring.process_owner`), held on each lease.
+    `limit`, in a running bot, is the slot count replies and commands share: a digest
+    holds one of its slots while it summarises, behind any waiting reply.
     """
 
     def __init__(
@@ -101,6 +104,7 @@ class DigestJob:
         lease_seconds: float = 600.0,
         batch: int = 200,
         clock: Callable[[], float] = time.time,
+        limit: PriorityLimit | None = None,
     ) -> None:
         self.db = db
         self.summarizer = summarizer
@@ -112,6 +116,8 @@ class DigestJob:
         self.clock = clock
         self.owner = owner
         self._slots = asyncio.Semaphore(concurrency)
+        # The process's shared work limit, where replies go first (`bot.threads.admission`).
+        self._limit = limit
 
     async def run_once(self) -> list[DigestOutcome]:
         """Digest every idle thread this process can claim; return what happened."""
@@ -129,7 +135,10 @@ class DigestJob:
             if not claimed:
                 return None
             try:
-                return await self._digest(thread)
+                if self._limit is None:
+                    return await self._digest(thread)
+                async with self._limit.slot(Priority.DIGEST):
+                    return await self._digest(thread)
             except Exception:
                 # The lease is released without progress, so the next pass retries.
                 logger.exception("digest of %s/%s failed", thread.channel_id, thread.thread_ts)

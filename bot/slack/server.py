@@ -36,17 +36,23 @@ async def wait_for_signal() -> None:
 
 
 async def run_web(
-    web_app: web.Application, settings: Settings, stop: Awaitable[None] | None = None
+    web_app: web.Application,
+    settings: Settings,
+    stop: Awaitable[None] | None = None,
+    *,
+    socket_mode: bool = False,
 ) -> None:
-    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes.
+    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes;
+    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`).
 
     aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
     """
     runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
+    host = settings.listen_host(socket_mode=socket_mode)
+    site = web.TCPSite(runner, host, settings.port)
     await site.start()
-    log.info("listening", extra={"port": settings.port})
+    log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
     finally:
@@ -90,7 +96,7 @@ async def serve_socket(
         services, bolt, http_events=False, extra_health=handler.client.is_connected, on_close=close
     )
     await handler.connect_async()
-    await run_web(web_app, settings)
+    await run_web(web_app, settings, socket_mode=True)
 
 
 def socket_handler(
@@ -104,7 +110,13 @@ def socket_handler(
 
 def start_jobs(services: BotServices) -> AsyncIOScheduler:
     """The digest scheduler and delivery expiry, on this process's event loop."""
-    job = build_digest_job(services.settings, services.db, services.summarizer, services.client)
+    job = build_digest_job(
+        services.settings,
+        services.db,
+        services.summarizer,
+        services.client,
+        limit=services.worker.limit,
+    )
     return start_scheduler(services.settings, services.db, job)
 
 

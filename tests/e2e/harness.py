@@ -21,6 +21,7 @@ from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
+from bot.threads.speaker import SpeakerPlugin
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -87,7 +88,7 @@ class BotHarness:
             app_name=config.app_name,
             session_service=db.sessions,
             after_invocation=hooks,
-            plugins=[SlackTsPlugin()],
+            plugins=[SlackTsPlugin(), SpeakerPlugin()],
         )
         services, client = await create_services(
             config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
