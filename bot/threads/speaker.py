@@ -12,9 +12,9 @@ from __future__ import annotations
 from agents.callbacks import BasePlugin
 from agents.context import InvocationContext
 from agents.events import Event
+from storage.forget import SPEAKER_ID
 
-# The user event's key, and the invocation metadata key `run_turn` fills.
-SPEAKER_ID = "speaker_id"
+__all__ = ["SPEAKER_ID", "SpeakerPlugin", "speaker_of"]
 
 
 def speaker_of(event: Event) -> str | None:
