@@ -89,6 +89,7 @@ class BotHarness:
             session_service=db.sessions,
             after_invocation=hooks,
             plugins=[SlackTsPlugin(), SpeakerPlugin()],
+            max_message_chars=config.max_model_message_chars,
         )
         services, client = await create_services(
             config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
@@ -166,7 +167,7 @@ class BotHarness:
                 "user_id": user,
                 "command": command,
                 "text": text,
-                "trigger_id": "trig1",
+                "trigger_id": f"trig{next(self._events)}",
                 "response_url": f"{self.slack.response_url_base}{next(self._events)}",
                 "api_app_id": "A1",
             }
@@ -184,7 +185,7 @@ class BotHarness:
         return {
             "type": "message_action",
             "callback_id": callback_id,
-            "trigger_id": "trig2",
+            "trigger_id": f"trig{next(self._events)}",
             "team": {"id": TEAM},
             "user": {"id": user},
             "channel": {"id": channel},
