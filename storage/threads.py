@@ -84,6 +84,9 @@ def find_idle_query(*, now: float, idle_after: float, limit: int) -> sa.Select[A
             threads.c.last_activity_at <= now - idle_after,
             sessions.c.last_seq > threads.c.last_digested_seq,
             sa.or_(threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now),
+            # Only a thread the bot has answered at least once (it records the answering
+            # agent): a message that never got a reply has nothing to hand over.
+            threads.c.owner_agent.is_not(None),
         )
         .order_by(threads.c.digest_state, threads.c.last_activity_at)
         .limit(limit)
@@ -213,8 +216,8 @@ class ThreadStore:
         return await self._update(key, {"needs_attention": False, "attention_reason": None})
 
     async def find_idle(self, *, now: float, idle_after: float, limit: int) -> list[ThreadRecord]:
-        """Threads with no activity for `idle_after` seconds, events newer than their last
-        digest, and no live lease; least recently active first."""
+        """Threads the bot has answered, with no activity for `idle_after` seconds, events
+        newer than their last digest, and no live lease; least recently active first."""
         query = find_idle_query(now=now, idle_after=idle_after, limit=limit)
 
         async def tx(conn: AsyncConnection) -> list[ThreadRecord]:

@@ -94,7 +94,12 @@ async def test_laundering_injected_instructions_never_become_verified_or_broadca
                 await db.sessions.append_event(session, event.with_metadata(**{SLACK_TS: root}))
             key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=root)
             await db.threads.create(
-                key, session_id=session.id, app_name="support", user_id=f"U{n}", now=1.0
+                key,
+                session_id=session.id,
+                app_name="support",
+                user_id=f"U{n}",
+                owner_agent="support_supervisor",
+                now=1.0,
             )
         outcomes = await job.run_once()
         digests = await db.digests.list_recent(limit=100)
