@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from agents.errors import ModelCallLimitExceeded
 from agents.events import Event
-from agents.history import MAX_MESSAGE_CHARS
 from agents.session import Session
 from agents.session_service import SessionService
 from agents.state import State
@@ -55,7 +54,7 @@ class InvocationContext:
     # (a transport's message ids, say), the runtime never does.
     custom_metadata: dict[str, Any] = field(default_factory=dict)
     # A single message longer than this is clipped in model requests (`agents.history`).
-    max_message_chars: int = MAX_MESSAGE_CHARS
+    max_message_chars: int | None = None
 
     @property
     def app_name(self) -> str:

@@ -13,7 +13,6 @@ from agents.callbacks import BasePlugin, chain_events
 from agents.context import InvocationContext, ModelCallBudget
 from agents.errors import AgentRuntimeError, SessionStoreError
 from agents.events import Event, Part, new_invocation_id
-from agents.history import MAX_MESSAGE_CHARS
 from agents.invocation import log_event, persist, run_and_persist
 from agents.llm_agent import LlmAgent
 from agents.metrics import REGISTRY
@@ -51,7 +50,8 @@ class Runner:
     invocation with a final event whose `error_code` says what happened; they never
     escape `run_async`; only a `SessionStoreError` does, since nothing can be stored.
     `plugins` (see `agents.callbacks`) hook into every run, agent, model and tool call.
-    `max_message_chars` bounds any one message in a model request (`agents.history`).
+    `max_message_chars`, when set, bounds any one message in a model request
+    (`agents.history`); unset, messages go whole (the summariser budgets its own prompt).
     After an invocation completes, the after-invocation hooks (compaction, say) run in
     background tasks, off the reply path.
     """
@@ -67,7 +67,7 @@ class Runner:
         after_invocation: Sequence[AfterInvocationHook] = (),
         max_model_calls: int = 25,
         plugins: Sequence[BasePlugin] = (),
-        max_message_chars: int = MAX_MESSAGE_CHARS,
+        max_message_chars: int | None = None,
     ) -> None:
         self.agent = agent
         self.app_name = app_name

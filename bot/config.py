@@ -82,16 +82,16 @@ class Settings(BaseSettings):
         "(replies are served first when work waits).",
     )
     user_rate_per_minute: float = Field(
-        default=20,
+        default=30,
         gt=0,
         description="Messages and commands one user may send per minute (a token bucket); "
         "beyond it the user is told the bot is busy.",
     )
     user_rate_burst: int = Field(
-        default=8, gt=0, description="Requests one user may send at once before the rate applies."
+        default=20, gt=0, description="Requests one user may send at once before the rate applies."
     )
     max_thread_queue: int = Field(
-        default=10,
+        default=25,
         gt=0,
         description="Messages waiting in one thread; beyond it the user is told the bot is busy.",
     )

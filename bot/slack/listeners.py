@@ -63,9 +63,11 @@ def register(app: AsyncApp, services: BotServices) -> None:
         )
         if msg is None:
             return
-        if not (msg.is_dm or msg.mentioned):
-            # Unaddressed channel chatter: only an active thread's follow-ups are taken,
-            # and nothing is written for the rest.
+        key = (msg.team_id, msg.channel, msg.root_ts)
+        if not (msg.is_dm or msg.mentioned or worker.has_work(key)):
+            # Unaddressed channel chatter: only an active thread's follow-ups are taken
+            # (or one whose first message is still queued here), and nothing is written
+            # for the rest.
             record = await services.db.threads.get(thread_key(msg))
             if record is None or record.status != "active":
                 return
@@ -84,7 +86,6 @@ def register(app: AsyncApp, services: BotServices) -> None:
         # Shutting down: the message stays accepted and the next start-up answers it.
         if worker.closed:
             return
-        key = (msg.team_id, msg.channel, msg.root_ts)
         if not worker.has_room(key) or not rate.allow(msg.user):
             worker.spawn(thread_replier.refuse_busy(msg))
             return

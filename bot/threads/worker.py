@@ -46,6 +46,10 @@ class ThreadWorker:
         """Jobs queued or running, plus loose tasks."""
         return sum(len(q) for q in self._queues.values()) + len(self._tasks)
 
+    def has_work(self, key: Hashable) -> bool:
+        """True while jobs for `key` are queued or running."""
+        return key in self._queues
+
     def has_room(self, key: Hashable) -> bool:
         """True while `key`'s queue is below `max_queue`."""
         queue = self._queues.get(key)
