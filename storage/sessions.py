@@ -1,4 +1,4 @@
-"""`SqlSessionService`: the `agents.session_service.SessionService` contract on SQL.
+"""`SqlSessionService`: the `agents.sessions.service.SessionService` contract on SQL.
 
 An append is one short write transaction: lock the session row (`SELECT ... FOR UPDATE`
 on PostgreSQL; SQLite's single writer is taken by `BEGIN IMMEDIATE`), take the next
@@ -21,9 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.events import Event, event_seq
 from agents.metrics import REGISTRY
-from agents.session import Session
-from agents.session_service import SessionNotFoundError
-from agents.state import split_delta, without_temp
+from agents.sessions.service import SessionNotFoundError
+from agents.sessions.session import Session
+from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_users, write_scoped

@@ -7,6 +7,7 @@ Render a record with `to_text` or `to_json`; transports build their own views fr
 
 from agents.summary.agent import INSTRUCTION, SUMMARIZER_NAME, build_summary_agent
 from agents.summary.aids import SmallModelAids
+from agents.summary.claims import label_user_claims
 from agents.summary.entities import Entity, EntityExtractor, EntityPattern, pattern
 from agents.summary.metrics import SummaryRun, SummaryRunSink
 from agents.summary.problems import Problem, ProblemKind
@@ -14,7 +15,6 @@ from agents.summary.record import (
     MAX_SOURCES,
     HandoffRecord,
     Item,
-    label_user_claims,
     response_schema,
 )
 from agents.summary.render import to_json, to_text

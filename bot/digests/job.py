@@ -22,9 +22,9 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
-from bot.slack.blocks import Block, digest_message, unavailable_message
-from bot.slack.limits import post_paged
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
+from bot.slack.render.blocks import Block, digest_message, unavailable_message
+from bot.slack.render.limits import post_paged
 from bot.threads.admission import Priority, PriorityLimit
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
@@ -182,7 +182,7 @@ class DigestJob:
                 await self.db.memory.add(
                     user_id=thread.user_id,
                     session_id=session.id,
-                    kind=kind,
+                    kind="claim" if item.user_claim else kind,
                     text=item.text,
                     event_ids=list(item.sources),
                 )

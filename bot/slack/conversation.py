@@ -24,7 +24,9 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
-from bot.slack.blocks import (
+from bot.slack.message_ts import turn_metadata
+from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import (
     BUSY_TEXT,
     FAILURE_TEXT,
     INTERRUPTED_TEXT,
@@ -35,10 +37,8 @@ from bot.slack.blocks import (
     thinking_blocks,
     transfer_line,
 )
-from bot.slack.limits import NO_UNFURL, SECTION_TEXT
-from bot.slack.message_ts import turn_metadata
-from bot.slack.messages import IncomingMessage
-from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
+from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
 from storage.inflight import InflightKey

@@ -11,7 +11,6 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.response import BoltResponse
 
 from bot.slack.actions import REFUSAL, Reply, ThreadActions
-from bot.slack.blocks import BUSY_TEXT, handoff_modal, home_view, refusal_modal
 from bot.slack.command_args import (
     CommandSyntaxError,
     ThreadRef,
@@ -20,6 +19,7 @@ from bot.slack.command_args import (
 )
 from bot.slack.conversation import SlackReplier, thread_key
 from bot.slack.messages import parse_message
+from bot.slack.render.blocks import BUSY_TEXT, handoff_modal, home_view, refusal_modal
 from bot.slack.services import BotServices
 from bot.threads.admission import Priority, UserRate
 

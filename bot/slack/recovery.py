@@ -27,10 +27,10 @@ from slack_sdk.errors import SlackApiError
 
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
-from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.conversation import SlackReplier
 from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
 from bot.threads.speaker import SPEAKER_ID
 from bot.threads.turn import TurnOutcome, close_interrupted_calls

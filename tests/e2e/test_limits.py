@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel
-from bot.slack.blocks import BUSY_TEXT
+from bot.slack.render.blocks import BUSY_TEXT
 from bot.threads.admission import Priority
 from storage.schema import inflight
 from tests.e2e.conftest import StartBot

@@ -11,7 +11,7 @@ from typing import Any
 from agents.events import Event
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session import Session
+from agents.sessions.session import Session
 from agents.summary.checklist import build_checklist
 from agents.summary.entities import Entity, EntityExtractor
 from agents.summary.metrics import count_attempt

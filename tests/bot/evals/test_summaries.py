@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
 from agents.summary.service import SummaryService
 from agents.summary.validator import Validator
 from bot.evals.dataset import conversation_from_row, load_conversations
