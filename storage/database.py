@@ -22,9 +22,11 @@ from storage.forget import ForgetReport, forget_user
 from storage.inflight import InflightStore
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
+from storage.owners import OwnerStore
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
+from storage.thread_locks import ThreadLocks
 from storage.threads import ThreadStore
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ class Database:
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)
         self.stats = StatsStore(self.gate, self.summary_runs)
+        self.owners = OwnerStore(self.gate)
+        self.thread_locks = ThreadLocks(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:
@@ -85,6 +89,7 @@ class Database:
         return report
 
     async def close(self) -> None:
+        await self.thread_locks.close()
         await self.gate.close()
         await self.engine.dispose()
 

@@ -3,8 +3,10 @@
 A message is `accept`ed (together with its delivery key, in one transaction) before the
 HTTP ack, marked `start`ed with its invocation id before the user's event is appended,
 given its placeholder's Slack ts once that is posted, and `finish`ed (deleted) once the
-reply or a failure notice is in the thread. Rows carry the owning process; after a
-crash the next process `take_over`s the rows its predecessor left and finishes them.
+reply or a failure notice is in the thread. Rows carry the owning process, and every
+update is guarded by it: a process whose row was taken over changes nothing. A live
+process `take_over`s the rows of an owner that stopped beating (`storage.owners`) and
+finishes them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
+from storage.owners import owner_is_dead
 from storage.schema import deliveries, inflight
 
 Stage = Literal["accepted", "started"]
@@ -161,33 +164,41 @@ class InflightStore:
 
         return await self._gate.write(tx)
 
-    async def start(self, key: InflightKey, *, invocation_id: str, now: float) -> bool:
+    async def start(self, key: InflightKey, *, owner: str, invocation_id: str, now: float) -> bool:
         """The invocation is about to append the user's event: from here on a crash means
-        the thread is told, not that the message is run again."""
+        the thread is told, not that the message is run again. False when `owner` no
+        longer holds the row."""
         return await self._update(
-            key, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
+            key,
+            {"stage": "started", "invocation_id": invocation_id, "started_at": now},
+            inflight.c.owner == owner,
         )
 
-    async def set_placeholder(self, key: InflightKey, placeholder_ts: str) -> bool:
+    async def set_placeholder(self, key: InflightKey, placeholder_ts: str, *, owner: str) -> bool:
         """The "thinking" message the reply will replace."""
-        return await self._update(key, {"placeholder_ts": placeholder_ts})
+        return await self._update(
+            key, {"placeholder_ts": placeholder_ts}, inflight.c.owner == owner
+        )
 
-    async def finish(self, key: InflightKey) -> bool:
-        """The thread has its answer (or the message needs none): forget the message."""
+    async def finish(self, key: InflightKey, *, owner: str) -> bool:
+        """The thread has its answer (or the message needs none): forget the message,
+        if `owner` still holds it."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            return (await conn.execute(sa.delete(inflight).where(_where(key)))).rowcount > 0
+            stmt = sa.delete(inflight).where(_where(key), inflight.c.owner == owner)
+            return (await conn.execute(stmt)).rowcount > 0
 
         return await self._gate.write(tx)
 
-    async def left_by_others(self, owner: str, *, limit: int = 1000) -> list[InflightRecord]:
-        """Rows owned by any process but `owner`, oldest first."""
-        query = (
-            sa.select(inflight)
-            .where(inflight.c.owner != owner)
-            .order_by(inflight.c.accepted_at)
-            .limit(limit)
-        )
+    async def left_by_others(
+        self, owner: str, *, now: float, dead_after: float | None, limit: int = 1000
+    ) -> list[InflightRecord]:
+        """Rows of owners other than `owner` that stopped beating `dead_after` seconds
+        ago (every other owner's when `dead_after` is None), oldest first."""
+        query = sa.select(inflight).where(inflight.c.owner != owner)
+        if dead_after is not None:
+            query = query.where(owner_is_dead(inflight.c.owner, now=now, dead_after=dead_after))
+        query = query.order_by(inflight.c.accepted_at).limit(limit)
 
         async def tx(conn: AsyncConnection) -> list[InflightRecord]:
             rows = (await conn.execute(query)).all()
@@ -195,10 +206,35 @@ class InflightStore:
 
         return await self._gate.read(tx)
 
-    async def take_over(self, record: InflightRecord, *, owner: str) -> bool:
+    async def take_over(
+        self, record: InflightRecord, *, owner: str, now: float, dead_after: float | None
+    ) -> bool:
         """Move a row from its previous owner to `owner`. One guarded UPDATE, so of
-        several processes recovering at once exactly one gets True."""
-        return await self._update(record.key, {"owner": owner}, inflight.c.owner == record.owner)
+        several processes recovering at once exactly one gets True, and an owner that
+        beat within `dead_after` seconds keeps its row (None: take it regardless)."""
+        guards = [inflight.c.owner == record.owner]
+        if dead_after is not None:
+            guards.append(owner_is_dead(inflight.c.owner, now=now, dead_after=dead_after))
+        return await self._update(record.key, {"owner": owner}, *guards)
+
+    async def earlier_in_thread(self, key: InflightKey, thread_ts: str, *, owner: str) -> bool:
+        """Whether an earlier message of the same thread is still unanswered by a process
+        other than `owner`: a later one waits for it, so replies keep the thread's order.
+        (`owner`'s own earlier messages are ordered by its thread worker already.)"""
+        query = sa.select(
+            sa.exists().where(
+                inflight.c.owner != owner,
+                inflight.c.team_id == key.team_id,
+                inflight.c.channel_id == key.channel_id,
+                inflight.c.thread_ts == thread_ts,
+                inflight.c.message_ts < key.message_ts,
+            )
+        )
+
+        async def tx(conn: AsyncConnection) -> bool:
+            return bool((await conn.execute(query)).scalar_one())
+
+        return await self._gate.read(tx)
 
     async def count(self) -> int:
         """How many messages are accepted and not yet answered, by every process."""

@@ -25,6 +25,7 @@ from agents.sessions.service import SessionNotFoundError
 from agents.sessions.session import Session
 from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
+from storage.errors import SessionExistsError
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_users, write_scoped
 from storage.threads import ThreadRecord
@@ -76,7 +77,7 @@ class SqlSessionService:
                 .returning(sessions.c.pk)
             )
             if inserted.first() is None:
-                raise ValueError(f"session {sid} already exists")
+                raise SessionExistsError(f"session {sid} already exists")
             await write_scoped(
                 self._gate, conn, app_name=app_name, user_id=user_id, app=app, user=user, now=now
             )
@@ -148,13 +149,20 @@ class SqlSessionService:
         self, thread: ThreadRecord, *, since_compaction: bool = False
     ) -> Session:
         """The session `thread` maps to, created empty when missing: a thread is mapped
-        before its session is written."""
+        before its session is written. Insert-or-get: when another process creates it
+        between the read and the insert, that session is returned."""
         session = await self.of_thread(thread, since_compaction=since_compaction)
         if session is not None:
             return session
-        return await self.create_session(
-            app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
-        )
+        try:
+            return await self.create_session(
+                app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+            )
+        except SessionExistsError:
+            session = await self.of_thread(thread, since_compaction=since_compaction)
+            if session is None:
+                raise
+            return session
 
     async def append_event(self, session: Session, event: Event) -> Event:
         delta = without_temp(event.actions.state_delta)

@@ -20,7 +20,7 @@ class Item(BaseModel):
     """One statement of the record and the events that support it.
 
     `user_claim` is never taken from the model: the service sets it
-    (`agents.summary.claims`) unless agent sources state everything the item does, so a
+    (`agents.summary.checks.claims`) unless agent sources state everything the item does, so a
     user's say-so never reads as a verified fact.
     """
 

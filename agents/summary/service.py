@@ -19,9 +19,10 @@ from agents.models.base import Model
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.summary.agent import build_summary_agent
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.call import Ask, ModelCalls
-from agents.summary.claims import label_user_claims
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity, EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
@@ -37,7 +38,6 @@ from agents.summary.problems import Problem, ProblemKind
 from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
 from agents.summary.retry import first_message, retry_message
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import ValidationResult, Validator
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import re
 
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.agent import SUMMARIZER_NAME
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.render import CLAIM_LABEL
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN

@@ -34,9 +34,9 @@ import pytest
 
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.agent import SUMMARIZER_NAME
-from agents.summary.coverage import event_content, find_promises, is_agent_source
+from agents.summary.checks.coverage import event_content, find_promises, is_agent_source
+from agents.summary.checks.goal import goal_problems
 from agents.summary.entities import EntityExtractor
-from agents.summary.goal import goal_problems
 from agents.summary.render import CLAIM_LABEL
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN

@@ -5,8 +5,8 @@ from __future__ import annotations
 from agents.compaction import COMPACTION_AUTHOR
 from agents.events import CompactionInfo, Event, EventActions
 from agents.handoff import handoff_event
-from agents.summary.claims import label_user_claims
-from agents.summary.coverage import find_promises
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.checks.coverage import find_promises
 from agents.summary.record import HandoffRecord
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import agent, handoff, item, refund_events, refund_record, user

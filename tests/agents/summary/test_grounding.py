@@ -6,12 +6,12 @@ import json
 from dataclasses import replace
 
 from agents.events import Event
-from agents.summary.checklist import build_checklist, checklist, group_values
+from agents.summary.aids.checklist import build_checklist, checklist, group_values
+from agents.summary.aids.grounding import Grounded, ground_citations
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import EntityExtractor
-from agents.summary.grounding import Grounded, ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import render_transcript
-from agents.summary.validator import ValidationResult, Validator
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import (
     agent,

@@ -6,7 +6,7 @@ from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
 from agents.sessions.service import InMemorySessionService
 from agents.sessions.session import Session
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.metrics import SummaryRun
 from agents.summary.service import NoSummary, Summary, SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from agents.events import Event
-from agents.summary.validator import Validator, looks_cut_off
+from agents.summary.checks.validator import Validator, looks_cut_off
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import agent, item, refund_events, refund_record, user
 

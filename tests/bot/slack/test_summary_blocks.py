@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agents.events import Event
-from agents.summary.claims import label_user_claims
+from agents.summary.checks.claims import label_user_claims
 from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL
 from bot.evals.dataset import numbered

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from pydantic import ValidationError
 
 from agents.events import Event
-from agents.summary.coverage import (
+from agents.summary.aids.grounding import item_values
+from agents.summary.checks.coverage import (
     answering_event,
     deadlines,
     event_content,
@@ -26,9 +27,8 @@ from agents.summary.coverage import (
     promise_covered,
     repetition,
 )
+from agents.summary.checks.goal import goal_problems
 from agents.summary.entities import Entity, EntityExtractor, mentions
-from agents.summary.goal import goal_problems
-from agents.summary.grounding import item_values
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
@@ -117,7 +117,7 @@ class Validator:
     `max_sources` citations per item, relevance of citations (values and deadlines),
     possibly-answered open questions, missing agent commitments, a loop detector, no
     sensitive values, and a goal whose values the transcript states and that holds no
-    link (`agents.summary.goal`).
+    link (`agents.summary.checks.goal`).
     """
 
     def __init__(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from agents.events import Event
-from agents.summary.coverage import Promise, event_content, find_promises, sentences
+from agents.summary.checks.coverage import Promise, event_content, find_promises, sentences
 from agents.summary.entities import Entity, as_entity, mask_text, mentions
 
 MAX_LISTED = 40

@@ -2,7 +2,7 @@
 every item, and more strictly.
 
 The goal cites nothing, so its support is the whole transcript: each value and deadline
-it states must be in some event. It holds no link in any form a reader or Slack would
+it states must be in some event. It holds no link in any form a reader or a chat client would
 follow, because nothing a link points at can be validated.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from agents.summary.coverage import deadlines
+from agents.summary.aids.grounding import item_values
+from agents.summary.checks.coverage import deadlines
 from agents.summary.entities import Entity, EntityExtractor, mentions
-from agents.summary.grounding import item_values
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import Item
 

@@ -19,7 +19,8 @@ from the model, and every rendering and the memory store keep it.
 from __future__ import annotations
 
 from agents.events import Event
-from agents.summary.coverage import (
+from agents.summary.aids.grounding import item_values
+from agents.summary.checks.coverage import (
     deadlines,
     event_content,
     find_promises,
@@ -28,7 +29,6 @@ from agents.summary.coverage import (
     promise_covered,
 )
 from agents.summary.entities import Entity, EntityExtractor, mentions
-from agents.summary.grounding import item_values
 from agents.summary.record import SECTIONS, HandoffRecord, Item
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.events import Event
-from agents.summary.coverage import event_content, is_agent_source
+from agents.summary.checks.coverage import event_content, is_agent_source
 from agents.summary.entities import MASK, Entity, EntityExtractor, mentions
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
