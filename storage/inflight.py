@@ -63,6 +63,21 @@ def _where(key: InflightKey) -> sa.ColumnElement[bool]:
     )
 
 
+# Built once and reused (see `storage.sessions`); an UPDATE sets the columns named by the
+# parameters it is executed with.
+_BY_KEY = sa.and_(
+    inflight.c.team_id == sa.bindparam("b_team"),
+    inflight.c.channel_id == sa.bindparam("b_channel"),
+    inflight.c.message_ts == sa.bindparam("b_ts"),
+)
+_UPDATE = sa.update(inflight).where(_BY_KEY).returning(inflight.c.message_ts)
+_DELETE = sa.delete(inflight).where(_BY_KEY)
+
+
+def _key_params(key: InflightKey) -> dict[str, Any]:
+    return {"b_team": key.team_id, "b_channel": key.channel_id, "b_ts": key.message_ts}
+
+
 _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
 
 
@@ -151,6 +166,9 @@ class InflightStore:
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
+            if not guards:
+                params = {**_key_params(key), **values}
+                return (await conn.execute(_UPDATE, params)).first() is not None
             stmt = (
                 sa.update(inflight)
                 .where(_where(key), *guards)
@@ -176,7 +194,7 @@ class InflightStore:
         """The thread has its answer (or the message needs none): forget the message."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            return (await conn.execute(sa.delete(inflight).where(_where(key)))).rowcount > 0
+            return (await conn.execute(_DELETE, _key_params(key))).rowcount > 0
 
         return await self._gate.write(tx)
 

@@ -26,7 +26,7 @@ from agents.session_service import SessionNotFoundError
 from agents.state import split_delta, without_temp
 from storage.engine import SqlGate
 from storage.schema import events, sessions
-from storage.scoped_state import read_app, read_users, write_scoped
+from storage.scoped_state import read_app, read_scoped, read_users, write_scoped
 from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,38 @@ def _session_where(app_name: str, user_id: str, session_id: str) -> sa.ColumnEle
         sessions.c.user_id == user_id,
         sessions.c.session_id == session_id,
     )
+
+
+# The statements of every turn, built once: a statement object that is reused keeps its
+# memoised cache key, so executing it skips construction and cache-key generation (the
+# bulk of SQLAlchemy's cost per statement); the compiled form comes from the cache.
+_BY_KEY = sa.and_(
+    sessions.c.app_name == sa.bindparam("b_app"),
+    sessions.c.user_id == sa.bindparam("b_user"),
+    sessions.c.session_id == sa.bindparam("b_session"),
+)
+_SELECT_SESSION = sa.select(sessions).where(_BY_KEY)
+_SESSION_EXISTS = sa.select(sessions.c.pk).where(_BY_KEY)
+_LOCK_FOR_APPEND = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(_BY_KEY)
+_LOCK_FOR_APPEND_PG = _LOCK_FOR_APPEND.with_for_update()
+_ALL_EVENTS = (
+    sa.select(events.c.pk, events.c.data)
+    .where(events.c.session_pk == sa.bindparam("b_pk"), events.c.seq <= sa.bindparam("b_last"))
+    .order_by(events.c.seq)
+)
+_EVENTS_SINCE_COMPACTION = _ALL_EVENTS.where(
+    sa.or_(
+        events.c.seq >= sa.bindparam("b_start"),
+        events.c.seq == sa.bindparam("b_compaction"),
+    )
+)
+_INSERT_EVENT = sa.insert(events)
+# Which columns it sets is decided by the parameters it is executed with.
+_UPDATE_SESSION = sa.update(sessions).where(sessions.c.pk == sa.bindparam("b_pk"))
+
+
+def _key_params(app_name: str, user_id: str, session_id: str) -> dict[str, str]:
+    return {"b_app": app_name, "b_user": user_id, "b_session": session_id}
 
 
 class SqlSessionService:
@@ -101,25 +133,17 @@ class SqlSessionService:
         since_compaction: bool = False,
     ) -> Session | None:
         async def tx(conn: AsyncConnection) -> Session | None:
-            row = (
-                await conn.execute(
-                    sa.select(sessions).where(_session_where(app_name, user_id, session_id))
-                )
-            ).first()
+            key = _key_params(app_name, user_id, session_id)
+            row = (await conn.execute(_SELECT_SESSION, key)).first()
             if row is None:
                 return None
-            query = sa.select(events.c.pk, events.c.data).where(
-                events.c.session_pk == row.pk, events.c.seq <= row.last_seq
-            )
+            params = {"b_pk": row.pk, "b_last": row.last_seq}
             windowed = since_compaction and row.compaction_seq > 0
+            query = _ALL_EVENTS
             if windowed:
-                query = query.where(
-                    sa.or_(
-                        events.c.seq >= row.compaction_start_seq,
-                        events.c.seq == row.compaction_seq,
-                    )
-                )
-            event_rows = (await conn.execute(query.order_by(events.c.seq))).all()
+                query = _EVENTS_SINCE_COMPACTION
+                params.update(b_start=row.compaction_start_seq, b_compaction=row.compaction_seq)
+            event_rows = (await conn.execute(query, params)).all()
             return Session(
                 id=session_id,
                 app_name=app_name,
@@ -156,42 +180,52 @@ class SqlSessionService:
             app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
         )
 
+    async def ensure_exists(self, thread: ThreadRecord) -> None:
+        """Create the session `thread` maps to when it is missing, without loading it."""
+
+        async def tx(conn: AsyncConnection) -> bool:
+            key = _key_params(thread.app_name, thread.user_id, thread.session_id)
+            return (await conn.execute(_SESSION_EXISTS, key)).first() is not None
+
+        if not await self._gate.read(tx):
+            await self.ensure_of_thread(thread)
+
     async def append_event(self, session: Session, event: Event) -> Event:
         delta = without_temp(event.actions.state_delta)
         actions = event.actions.model_copy(update={"state_delta": delta})
         app, user, own = split_delta(delta)
         compaction = event.actions.compaction
 
+        lock = _LOCK_FOR_APPEND if self._gate.is_sqlite else _LOCK_FOR_APPEND_PG
+        key = _key_params(session.app_name, session.user_id, session.id)
+
         async def tx(conn: AsyncConnection) -> Event:
-            query = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(
-                _session_where(session.app_name, session.user_id, session.id)
-            )
-            if not self._gate.is_sqlite:
-                query = query.with_for_update()
-            row = (await conn.execute(query)).first()
+            row = (await conn.execute(lock, key)).first()
             if row is None:
                 raise SessionNotFoundError(session.id)
             seq = row.last_seq + 1
             stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
             await conn.execute(
-                sa.insert(events).values(
-                    session_pk=row.pk,
-                    seq=seq,
-                    event_id=stored.id,
-                    invocation_id=stored.invocation_id,
-                    author=stored.author,
-                    timestamp=stored.timestamp,
-                    data=stored.model_dump_json(),
-                    custom_metadata=dict(stored.custom_metadata) or None,
-                )
+                _INSERT_EVENT,
+                {
+                    "session_pk": row.pk,
+                    "seq": seq,
+                    "event_id": stored.id,
+                    "invocation_id": stored.invocation_id,
+                    "author": stored.author,
+                    "timestamp": stored.timestamp,
+                    "data": stored.model_dump_json(),
+                    "custom_metadata": dict(stored.custom_metadata) or None,
+                },
             )
-            changes: dict[str, Any] = {"last_seq": seq, "updated_at": stored.timestamp}
+            changes: dict[str, Any] = {"b_pk": row.pk, "last_seq": seq}
+            changes["updated_at"] = stored.timestamp
             if own:
                 changes["state"] = {**row.state, **own}
             if compaction is not None:
                 changes["compaction_seq"] = seq
                 changes["compaction_start_seq"] = event_seq(compaction.start_event_id)
-            await conn.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(changes))
+            await conn.execute(_UPDATE_SESSION, changes)
             await write_scoped(
                 self._gate,
                 conn,
@@ -244,8 +278,7 @@ class SqlSessionService:
 async def _merged_state(
     conn: AsyncConnection, app_name: str, user_id: str, own: dict[str, Any]
 ) -> dict[str, Any]:
-    app = await read_app(conn, app_name)
-    user = (await read_users(conn, app_name, [user_id])).get(user_id, {})
+    app, user = await read_scoped(conn, app_name, user_id)
     return {**own, **app, **user}
 
 

@@ -67,6 +67,21 @@ def _key_where(key: ThreadKey) -> sa.ColumnElement[bool]:
     )
 
 
+# Built once and reused (see `storage.sessions`); an UPDATE sets the columns named by the
+# parameters it is executed with.
+_BY_KEY = sa.and_(
+    threads.c.team_id == sa.bindparam("b_team"),
+    threads.c.channel_id == sa.bindparam("b_channel"),
+    threads.c.thread_ts == sa.bindparam("b_ts"),
+)
+_SELECT = sa.select(threads).where(_BY_KEY)
+_UPDATE = sa.update(threads).where(_BY_KEY).returning(threads.c.thread_ts)
+
+
+def _key_params(key: ThreadKey) -> dict[str, Any]:
+    return {"b_team": key.team_id, "b_channel": key.channel_id, "b_ts": key.thread_ts}
+
+
 _SESSION_OF_THREAD = sa.and_(
     sessions.c.app_name == threads.c.app_name,
     sessions.c.user_id == threads.c.user_id,
@@ -112,7 +127,7 @@ class ThreadStore:
 
     async def get(self, key: ThreadKey) -> ThreadRecord | None:
         async def tx(conn: AsyncConnection) -> ThreadRecord | None:
-            row = (await conn.execute(sa.select(threads).where(_key_where(key)))).first()
+            row = (await conn.execute(_SELECT, _key_params(key))).first()
             return None if row is None else _record(row)
 
         return await self._gate.read(tx)
@@ -164,6 +179,9 @@ class ThreadStore:
 
     async def _update(self, key: ThreadKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
+            if not guards:
+                params = {**_key_params(key), **values}
+                return (await conn.execute(_UPDATE, params)).first() is not None
             stmt = (
                 sa.update(threads)
                 .where(_key_where(key), *guards)

@@ -85,7 +85,7 @@ async def ensure_thread(
     elif record.status != "active":
         await db.threads.set_status(key, "active")
         record = record.model_copy(update={"status": "active"})
-    await db.sessions.ensure_of_thread(record, since_compaction=True)
+    await db.sessions.ensure_exists(record)
     return record
 
 
