@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
 from storage.schema import deliveries, inflight
+from storage.threads import ThreadKey, touch_in
 
 Stage = Literal["accepted", "started"]
 
@@ -195,6 +196,18 @@ class InflightStore:
 
         async def tx(conn: AsyncConnection) -> bool:
             return (await conn.execute(_DELETE, _key_params(key))).rowcount > 0
+
+        return await self._gate.write(tx)
+
+    async def finish_answered(
+        self, key: InflightKey, thread: ThreadKey, *, now: float, owner_agent: str
+    ) -> bool:
+        """`finish` the message and `ThreadStore.touch` its thread in one transaction."""
+
+        async def tx(conn: AsyncConnection) -> bool:
+            finished = (await conn.execute(_DELETE, _key_params(key))).rowcount > 0
+            await touch_in(conn, thread, now=now, owner_agent=owner_agent)
+            return finished
 
         return await self._gate.write(tx)
 

@@ -180,15 +180,31 @@ class SqlSessionService:
             app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
         )
 
-    async def ensure_exists(self, thread: ThreadRecord) -> None:
-        """Create the session `thread` maps to when it is missing, without loading it."""
+    async def ensure_exists(self, thread: ThreadRecord, *, probably_new: bool = False) -> None:
+        """Create the session `thread` maps to, empty, when it is missing, without loading
+        it; `probably_new` (a thread mapped just now) skips the read that checks first."""
+        key = _key_params(thread.app_name, thread.user_id, thread.session_id)
 
-        async def tx(conn: AsyncConnection) -> bool:
-            key = _key_params(thread.app_name, thread.user_id, thread.session_id)
+        async def exists(conn: AsyncConnection) -> bool:
             return (await conn.execute(_SESSION_EXISTS, key)).first() is not None
 
-        if not await self._gate.read(tx):
-            await self.ensure_of_thread(thread)
+        async def create(conn: AsyncConnection) -> None:
+            now = time.time()
+            await conn.execute(
+                self._gate.insert(sessions)
+                .values(
+                    app_name=thread.app_name,
+                    user_id=thread.user_id,
+                    session_id=thread.session_id,
+                    state={},
+                    created_at=now,
+                    updated_at=now,
+                )
+                .on_conflict_do_nothing()
+            )
+
+        if probably_new or not await self._gate.read(exists):
+            await self._gate.write(create)
 
     async def append_event(self, session: Session, event: Event) -> Event:
         delta = without_temp(event.actions.state_delta)

@@ -119,6 +119,16 @@ def _records(result: Any) -> list[ThreadRecord]:
     return _RECORDS.validate_python([dict(zip(keys, row, strict=True)) for row in result])
 
 
+async def touch_in(
+    conn: AsyncConnection, key: ThreadKey, *, now: float, owner_agent: str | None = None
+) -> bool:
+    """`ThreadStore.touch` inside a caller's write transaction."""
+    values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
+    if owner_agent is not None:
+        values["owner_agent"] = owner_agent
+    return (await conn.execute(_UPDATE, {**_key_params(key), **values})).first() is not None
+
+
 class ThreadStore:
     """Reads and guarded updates of the thread map."""
 
@@ -215,10 +225,10 @@ class ThreadStore:
 
     async def touch(self, key: ThreadKey, *, now: float, owner_agent: str | None = None) -> bool:
         """Record activity at `now` (and the owning agent, when given)."""
-        values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
-        if owner_agent is not None:
-            values["owner_agent"] = owner_agent
-        return await self._update(key, values)
+        async def tx(conn: AsyncConnection) -> bool:
+            return await touch_in(conn, key, now=now, owner_agent=owner_agent)
+
+        return await self._gate.write(tx)
 
     async def set_status(self, key: ThreadKey, status: ThreadStatus) -> bool:
         return await self._update(key, {"status": status})
