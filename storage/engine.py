@@ -17,6 +17,7 @@ import collections
 import contextlib
 import logging
 import random
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from storage.errors import StorageReadError, StorageWriteError
-from storage.sqlite_inline import INLINE_BUSY_TIMEOUT_MS, inline_creator
+from storage.sqlite_inline import INLINE_BUSY_TIMEOUT_MS, InlineConnection, inline_creator
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,13 @@ def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
     @sa_event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
         immediate = conn.get_execution_options().get("sqlite_immediate", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, InlineConnection)
+        try:
+            driver.begin(immediate=immediate)
+        except sqlite3.Error as exc:
+            # Wrapped as SQLAlchemy wraps a statement's error, so "locked" is retried.
+            raise OperationalError("BEGIN", None, exc) from exc
 
     return engine
 

@@ -36,6 +36,11 @@ class InlineConnection(aiosqlite.Connection):
             raise ValueError("Connection closed")
         return fn(*args, **kwargs)
 
+    def begin(self, *, immediate: bool) -> None:
+        """Open a transaction now, straight on the sqlite3 connection (no cursor, no
+        statement machinery: SQLAlchemy's `begin` event runs this on every transaction)."""
+        self._conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
 
 def inline_creator(url: URL) -> Callable[[], Any]:
     """An `async_creator` for `create_async_engine`: opens `url` (plain paths, URI
