@@ -215,7 +215,7 @@ async def run_trial(
         await asyncio.gather(*tasks)
         deadline = time.monotonic() + 120
         cpu_end: dict[str, float] = {}
-        while time.monotonic() < deadline and len(cpu_end) < 2:  # noqa: ASYNC110
+        while time.monotonic() < deadline and len(cpu_end) < 2:
             counts = Counter(reply_of(call)[0] for call in slack.calls)
             for which, process in (("bot", bot_process), ("bare", bare_process)):
                 if which not in cpu_end and counts[which] >= total:
@@ -289,7 +289,9 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", "--duration", type=float, default=30)
-    parser.add_argument("--rate", type=int, default=200, help="events/s (the start rate with --find-capacity)")
+    parser.add_argument(
+        "--rate", type=int, default=200, help="events/s (the start rate with --find-capacity)"
+    )
     parser.add_argument("--threads", type=int, default=500)
     parser.add_argument("--model-delay", type=float, default=2.0)
     parser.add_argument(

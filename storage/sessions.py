@@ -1,9 +1,9 @@
 """`SqlSessionService`: the `agents.session_service.SessionService` contract on SQL.
 
-An append is one short write transaction: lock the session row (`SELECT ... FOR UPDATE`
-on PostgreSQL; SQLite's single writer is taken by `BEGIN IMMEDIATE`), take the next
-seq from the row's counter, insert the event, advance the row, upsert app and user
-keys. Nothing compares versions, so concurrent writers queue instead of failing with
+An append is one short write transaction: lock the session row and take the next seq
+from its counter (one `UPDATE ... RETURNING` when the event changes no session state,
+else `SELECT ... FOR UPDATE` on PostgreSQL, SQLite's single writer being taken by
+`BEGIN IMMEDIATE`), insert the event, advance the row, upsert app and user keys. Nothing compares versions, so concurrent writers queue instead of failing with
 "stale session" errors.
 """
 
@@ -65,6 +65,14 @@ _EVENTS_SINCE_COMPACTION = _ALL_EVENTS.where(
         events.c.seq >= sa.bindparam("b_start"),
         events.c.seq == sa.bindparam("b_compaction"),
     )
+)
+# Takes the next seq and locks the row in one statement (an UPDATE locks on PostgreSQL
+# too); for appends that change no session state, the common case.
+_ADVANCE = (
+    sa.update(sessions)
+    .where(_BY_KEY)
+    .values(last_seq=sessions.c.last_seq + 1, updated_at=sa.bindparam("b_ts"))
+    .returning(sessions.c.pk, sessions.c.last_seq)
 )
 _INSERT_EVENT = sa.insert(events)
 # Which columns it sets is decided by the parameters it is executed with.
@@ -216,10 +224,14 @@ class SqlSessionService:
         key = _key_params(session.app_name, session.user_id, session.id)
 
         async def tx(conn: AsyncConnection) -> Event:
-            row = (await conn.execute(lock, key)).first()
+            if own or compaction is not None:
+                row = (await conn.execute(lock, key)).first()
+            else:
+                row = (await conn.execute(_ADVANCE, {**key, "b_ts": event.timestamp})).first()
             if row is None:
                 raise SessionNotFoundError(session.id)
-            seq = row.last_seq + 1
+            advanced = not own and compaction is None
+            seq = row.last_seq if advanced else row.last_seq + 1
             stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
             await conn.execute(
                 _INSERT_EVENT,
@@ -234,14 +246,15 @@ class SqlSessionService:
                     "custom_metadata": dict(stored.custom_metadata) or None,
                 },
             )
-            changes: dict[str, Any] = {"b_pk": row.pk, "last_seq": seq}
-            changes["updated_at"] = stored.timestamp
-            if own:
-                changes["state"] = {**row.state, **own}
-            if compaction is not None:
-                changes["compaction_seq"] = seq
-                changes["compaction_start_seq"] = event_seq(compaction.start_event_id)
-            await conn.execute(_UPDATE_SESSION, changes)
+            if not advanced:
+                changes: dict[str, Any] = {"b_pk": row.pk, "last_seq": seq}
+                changes["updated_at"] = stored.timestamp
+                if own:
+                    changes["state"] = {**row.state, **own}
+                if compaction is not None:
+                    changes["compaction_seq"] = seq
+                    changes["compaction_start_seq"] = event_seq(compaction.start_event_id)
+                await conn.execute(_UPDATE_SESSION, changes)
             await write_scoped(
                 self._gate,
                 conn,

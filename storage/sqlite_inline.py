@@ -51,6 +51,7 @@ def inline_creator(url: URL) -> Callable[[], Any]:
     async def connect() -> InlineConnection:
         connection = InlineConnection(partial(sqlite3.connect, *args, **params), 64)
         connection._thread.daemon = True
-        return await connection
+        await connection
+        return connection
 
     return connect

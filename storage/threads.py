@@ -225,6 +225,7 @@ class ThreadStore:
 
     async def touch(self, key: ThreadKey, *, now: float, owner_agent: str | None = None) -> bool:
         """Record activity at `now` (and the owning agent, when given)."""
+
         async def tx(conn: AsyncConnection) -> bool:
             return await touch_in(conn, key, now=now, owner_agent=owner_agent)
 
