@@ -143,7 +143,9 @@ class WriterLock:
                 if waiter.done() and not waiter.cancelled():
                     self._release()  # handed the slot just as we were cancelled
                 else:
-                    (self._urgent if urgent else self._normal).remove(waiter)
+                    # `_release` may have dropped the cancelled waiter already.
+                    with contextlib.suppress(ValueError):
+                        (self._urgent if urgent else self._normal).remove(waiter)
                 raise
         else:
             self._held = True
