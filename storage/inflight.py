@@ -98,6 +98,10 @@ class InflightStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._insert_delivery = (
+            gate.insert(deliveries).on_conflict_do_nothing().returning(deliveries.c.key)
+        )
+        self._insert_row = gate.insert(inflight).on_conflict_do_nothing()
         self._queue: list[_Pending] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -150,19 +154,14 @@ class InflightStore:
         first: dict[str, _Pending] = {}
         for pending in batch:
             first.setdefault(pending.delivery["key"], pending)  # a repeat in one batch loses
+        # Executed with a list of rows, one statement object serves every batch size
+        # (SQLAlchemy sends them as multi-row INSERTs), instead of compiling per size.
         inserted = await conn.execute(
-            self._gate.insert(deliveries)
-            .values([p.delivery for p in first.values()])
-            .on_conflict_do_nothing()
-            .returning(deliveries.c.key)
+            self._insert_delivery, [p.delivery for p in first.values()]
         )
         winners = {first[key] for (key,) in inserted}
         if winners:
-            await conn.execute(
-                self._gate.insert(inflight)
-                .values([p.row for p in winners])
-                .on_conflict_do_nothing()
-            )
+            await conn.execute(self._insert_row, [p.row for p in winners])
         return winners
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:

@@ -134,6 +134,7 @@ class ThreadStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._insert = gate.insert(threads).on_conflict_do_nothing()
 
     async def get(self, key: ThreadKey) -> ThreadRecord | None:
         async def tx(conn: AsyncConnection) -> ThreadRecord | None:
@@ -167,22 +168,21 @@ class ThreadStore:
 
         async def tx(conn: AsyncConnection) -> ThreadRecord:
             await conn.execute(
-                self._gate.insert(threads)
-                .values(
-                    team_id=key.team_id,
-                    channel_id=key.channel_id,
-                    thread_ts=key.thread_ts,
-                    session_id=session_id,
-                    app_name=app_name,
-                    user_id=user_id,
-                    owner_agent=owner_agent,
-                    source_session_id=source_session_id,
-                    last_activity_at=now,
-                    created_at=now,
-                )
-                .on_conflict_do_nothing()
+                self._insert,
+                {
+                    "team_id": key.team_id,
+                    "channel_id": key.channel_id,
+                    "thread_ts": key.thread_ts,
+                    "session_id": session_id,
+                    "app_name": app_name,
+                    "user_id": user_id,
+                    "owner_agent": owner_agent,
+                    "source_session_id": source_session_id,
+                    "last_activity_at": now,
+                    "created_at": now,
+                },
             )
-            row = (await conn.execute(sa.select(threads).where(_key_where(key)))).one()
+            row = (await conn.execute(_SELECT, _key_params(key))).one()
             return _record(row)
 
         return await self._gate.write(tx)
