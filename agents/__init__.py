@@ -26,8 +26,8 @@ from agents.events import (
 )
 from agents.llm_agent import LlmAgent
 from agents.runner import Runner
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
+from agents.sessions.session import Session
 from agents.tools import EXIT_LOOP, AgentTool, FunctionTool, exit_loop
 from agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 

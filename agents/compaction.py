@@ -21,8 +21,8 @@ from agents.events import CompactionInfo, Event, EventActions, Part, event_seq, 
 from agents.metrics import REGISTRY
 from agents.models.base import Content, GenerateConfig, LlmRequest, Model
 from agents.quoting import fenced_line
-from agents.session import Session
-from agents.session_service import SessionService
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
 
 logger = logging.getLogger(__name__)
 

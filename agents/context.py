@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from agents.errors import ModelCallLimitExceeded
 from agents.events import Event
-from agents.session import Session
-from agents.session_service import SessionService
-from agents.state import State
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
+from agents.sessions.state import State
 
 if TYPE_CHECKING:
     from agents.base_agent import BaseAgent

@@ -10,7 +10,7 @@ from agents.callbacks import chain_events
 from agents.context import InvocationContext
 from agents.events import Event
 from agents.metrics import REGISTRY
-from agents.state import TEMP_PREFIX
+from agents.sessions.state import TEMP_PREFIX
 
 logger = logging.getLogger("agents.events")
 

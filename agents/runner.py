@@ -17,8 +17,8 @@ from agents.invocation import log_event, persist, run_and_persist
 from agents.llm_agent import LlmAgent
 from agents.metrics import REGISTRY
 from agents.models.base import Model, ModelError
-from agents.session import Session
-from agents.session_service import SessionNotFoundError, SessionService
+from agents.sessions.service import SessionNotFoundError, SessionService
+from agents.sessions.session import Session
 
 logger = logging.getLogger(__name__)
 

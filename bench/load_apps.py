@@ -1,11 +1,14 @@
-"""The two apps `bench/slack_load.py` measures, each run as its own process, as in
-production: `python bench/load_apps.py bot|bare`.
+"""The apps the Slack benchmarks run, each as its own process, as in production:
+`python bench/load_apps.py bot|bare|multi`.
 
 - `bot`: the support bot's HTTP app (Bolt, durable acceptance, per-thread workers, SQLite
   at DATABASE_URL, the fake Web API at SLACK_API_URL) with a one-agent tree whose model
   answers after MODEL_DELAY seconds.
 - `bare`: the baseline, a bare Bolt app that acks, then after the same MODEL_DELAY posts
   an echo through one shared aiohttp session (the cheapest app that does the same job).
+- `multi`: `bot` as `support-bot serve` runs it, with its background jobs (heartbeat and
+  takeover sweep, idle-thread digests on a scripted summary model), for
+  `bench/multiprocess.py`'s processes sharing one PostgreSQL.
 
 Both listen on PORT and answer `GET /healthz` once ready.
 """
@@ -13,7 +16,9 @@ Both listen on PORT and answer `GET /healthz` once ready.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,11 +34,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.llm_agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.scripted import ScriptedModel
 from agents.runner import Runner
+from agents.summary import SummaryService
 from bot.config import Settings, secret
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
-from bot.slack.server import run_web
+from bot.slack.server import run_web, start_jobs
 from storage.database import Database
 
 
@@ -62,6 +69,37 @@ async def bot(settings: Settings) -> None:
     services, slack = await create_services(settings, db=db, runner=runner, summarizer=object())
 
     async def close() -> None:
+        await slack.close()
+        await db.close()
+
+    await run_web(build_web_app(services, build_bolt_app(services), on_close=close), settings)
+
+
+def bench_record(request: LlmRequest) -> str:
+    """A valid handoff record for a benchmark thread, citing its first message."""
+    said = " ".join(c.text for c in request.contents if c.text)
+    first = re.search(r"thread \d+ message 0", said)
+    fact = f"The user wrote {first.group(0) if first else 'numbered messages'}"
+    return json.dumps({"goal": "Answer the user's numbered messages",
+                       "facts": [{"text": fact, "sources": ["e1"]}], "decisions": [],
+                       "commitments": [], "open_questions": []})  # fmt: skip
+
+
+async def multi(settings: Settings) -> None:
+    db = await Database.open(settings.database_url)
+    agent = LlmAgent(name="support_supervisor", model=SleepyModel(float(os.environ["MODEL_DELAY"])))
+    runner = Runner(
+        agent=agent,
+        app_name=settings.app_name,
+        session_service=db.sessions,
+        plugins=[SlackTsPlugin()],
+    )
+    summarizer = SummaryService(ScriptedModel([bench_record] * 100_000))
+    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
+    scheduler = start_jobs(services)
+
+    async def close() -> None:
+        scheduler.shutdown(wait=False)
         await slack.close()
         await db.close()
 
@@ -106,4 +144,5 @@ async def bare(settings: Settings) -> None:
 if __name__ == "__main__":
     which = sys.argv[1]
     config = Settings(_env_file=None)
-    asyncio.run(bot(config) if which == "bot" else bare(config))
+    apps = {"bot": bot, "bare": bare, "multi": multi}
+    asyncio.run(apps[which](config))

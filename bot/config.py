@@ -82,6 +82,23 @@ class Settings(BaseSettings):
     )
     max_message_chars: int = 3000
     log_level: str = "INFO"
+    heartbeat_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often each process records its heartbeat and sweeps for dead peers' work.",
+    )
+    owner_dead_after_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="A process that has not beaten for this long is dead: peers take over "
+        "its unanswered messages and digest leases.",
+    )
+    thread_order_wait_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a message waits for an earlier unanswered one in its thread "
+        "(held by another process) before it is answered anyway.",
+    )
 
     @field_validator("support_leads", mode="before")
     @classmethod

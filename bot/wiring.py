@@ -38,9 +38,9 @@ from bot.threads.summaries import Summarizer
 from storage.database import Database
 
 if TYPE_CHECKING:
-    from agents.summary.aids import SmallModelAids
+    from agents.summary.aids.policy import SmallModelAids
+    from agents.summary.checks.validator import Validator
     from agents.summary.service import SummaryService
-    from agents.summary.validator import Validator
     from bot.local_model.server import LocalEndpoint
 
 NO_KEY = "sk-no-key"
@@ -216,7 +216,7 @@ def summary_aids(settings: Settings) -> SmallModelAids:
     """The small-model aids for the summary model: the embedded model gets completion and
     a repetition penalty; `SUMMARY_COMPLETE_COVERAGE` and `SUMMARY_GROUND_CITATIONS`
     override."""
-    from agents.summary.aids import SmallModelAids
+    from agents.summary.aids.policy import SmallModelAids
 
     local = _summaries_on_local_model(settings)
     complete = settings.summary_complete_coverage
@@ -248,4 +248,5 @@ def build_digest_job(
         concurrency=settings.digest_concurrency,
         lease_seconds=settings.digest_lease_seconds,
         owner=process_owner(),
+        dead_after=settings.owner_dead_after_seconds,
     )

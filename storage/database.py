@@ -21,6 +21,7 @@ from storage.errors import (
 from storage.inflight import InflightStore
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
+from storage.owners import OwnerStore
 from storage.schema import (
     digests,
     events,
@@ -34,6 +35,7 @@ from storage.schema import (
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
+from storage.thread_locks import ThreadLocks
 from storage.threads import ThreadStore
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,8 @@ class Database:
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)
         self.stats = StatsStore(self.gate, self.summary_runs)
+        self.owners = OwnerStore(self.gate)
+        self.thread_locks = ThreadLocks(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:
@@ -126,6 +130,7 @@ class Database:
         return counts
 
     async def close(self) -> None:
+        await self.thread_locks.close()
         await self.gate.close()
         await self.engine.dispose()
 

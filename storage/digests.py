@@ -32,6 +32,7 @@ class DigestRow(BaseModel):
     slack_ts: str | None = None
     supersedes_digest_id: int | None = None
     created_at: float
+    last_seq: int | None = None
 
 
 def _row(row: Any) -> DigestRow:
@@ -65,8 +66,13 @@ class DigestStore:
         slack_ts: str | None = None,
         supersedes_digest_id: int | None = None,
         created_at: float | None = None,
+        last_seq: int | None = None,
     ) -> int:
-        """Store a digest; returns its id. `user_id` lets a deletion request find it."""
+        """Store a digest; returns its id. `user_id` lets a deletion request find it.
+
+        With `last_seq` (the session's last event it covers) the digest is idempotent:
+        when that `(session, last event)` already has one, nothing is written and the
+        existing digest's id is returned."""
         body = record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
         values = {
             "record": body,
@@ -84,11 +90,18 @@ class DigestStore:
             "slack_ts": slack_ts,
             "supersedes_digest_id": supersedes_digest_id,
             "created_at": time.time() if created_at is None else created_at,
+            "last_seq": last_seq,
         }
 
         async def tx(conn: AsyncConnection) -> int:
-            result = await conn.execute(sa.insert(digests).values(values).returning(digests.c.id))
-            return int(result.scalar_one())
+            insert = self._gate.insert(digests).values(values).on_conflict_do_nothing()
+            inserted = (await conn.execute(insert.returning(digests.c.id))).first()
+            if inserted is not None:
+                return int(inserted[0])
+            existing = sa.select(digests.c.id).where(
+                digests.c.source_session_id == source_session_id, digests.c.last_seq == last_seq
+            )
+            return int((await conn.execute(existing)).scalar_one())
 
         return await self._gate.write(tx)
 
@@ -105,6 +118,13 @@ class DigestStore:
             return result.first() is not None
 
         return await self._gate.write(tx)
+
+    async def for_event(self, session_id: str, last_seq: int) -> DigestRow | None:
+        """The digest of `session_id` that covers up to its event `last_seq`, if any."""
+        query = sa.select(digests).where(
+            digests.c.source_session_id == session_id, digests.c.last_seq == last_seq
+        )
+        return await self._one(query)
 
     async def get(self, digest_id: int) -> DigestRow | None:
         return await self._one(sa.select(digests).where(digests.c.id == digest_id))

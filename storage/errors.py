@@ -27,3 +27,7 @@ class StorageWriteError(StorageError):
 
 class StorageReadError(StorageError):
     """A read failed (the connection dropped, the file went away)."""
+
+
+class SessionExistsError(ValueError):
+    """A session with this id already exists (another writer created it first)."""

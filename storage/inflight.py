@@ -3,8 +3,10 @@
 A message is `accept`ed (together with its delivery key, in one transaction) before the
 HTTP ack, marked `start`ed with its invocation id before the user's event is appended,
 given its placeholder's Slack ts once that is posted, and `finish`ed (deleted) once the
-reply or a failure notice is in the thread. Rows carry the owning process; after a
-crash the next process `take_over`s the rows its predecessor left and finishes them.
+reply or a failure notice is in the thread. Rows carry the owning process, and every
+update is guarded by it: a process whose row was taken over changes nothing. A live
+process `take_over`s the rows of an owner that stopped beating (`storage.owners`) and
+finishes them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
+from storage.owners import owner_is_dead
 from storage.schema import deliveries, inflight
 from storage.threads import ThreadKey, touch_in
 
@@ -65,18 +68,24 @@ def _where(key: InflightKey) -> sa.ColumnElement[bool]:
 
 
 # Built once and reused (see `storage.sessions`); an UPDATE sets the columns named by the
-# parameters it is executed with.
-_BY_KEY = sa.and_(
+# parameters it is executed with. A process only changes the rows it owns.
+_OWNED = sa.and_(
     inflight.c.team_id == sa.bindparam("b_team"),
     inflight.c.channel_id == sa.bindparam("b_channel"),
     inflight.c.message_ts == sa.bindparam("b_ts"),
+    inflight.c.owner == sa.bindparam("b_owner"),
 )
-_UPDATE = sa.update(inflight).where(_BY_KEY).returning(inflight.c.message_ts)
-_DELETE = sa.delete(inflight).where(_BY_KEY)
+_UPDATE_OWNED = sa.update(inflight).where(_OWNED).returning(inflight.c.message_ts)
+_DELETE_OWNED = sa.delete(inflight).where(_OWNED)
 
 
-def _key_params(key: InflightKey) -> dict[str, Any]:
-    return {"b_team": key.team_id, "b_channel": key.channel_id, "b_ts": key.message_ts}
+def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
+    return {
+        "b_team": key.team_id,
+        "b_channel": key.channel_id,
+        "b_ts": key.message_ts,
+        "b_owner": owner,
+    }
 
 
 _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
@@ -156,9 +165,7 @@ class InflightStore:
             first.setdefault(pending.delivery["key"], pending)  # a repeat in one batch loses
         # Executed with a list of rows, one statement object serves every batch size
         # (SQLAlchemy sends them as multi-row INSERTs), instead of compiling per size.
-        inserted = await conn.execute(
-            self._insert_delivery, [p.delivery for p in first.values()]
-        )
+        inserted = await conn.execute(self._insert_delivery, [p.delivery for p in first.values()])
         winners = {first[key] for (key,) in inserted}
         if winners:
             await conn.execute(self._insert_row, [p.row for p in winners])
@@ -166,9 +173,6 @@ class InflightStore:
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
-            if not guards:
-                params = {**_key_params(key), **values}
-                return (await conn.execute(_UPDATE, params)).first() is not None
             stmt = (
                 sa.update(inflight)
                 .where(_where(key), *guards)
@@ -179,45 +183,56 @@ class InflightStore:
 
         return await self._gate.write(tx)
 
-    async def start(self, key: InflightKey, *, invocation_id: str, now: float) -> bool:
+    async def _update_owned(self, key: InflightKey, owner: str, values: dict[str, Any]) -> bool:
+        async def tx(conn: AsyncConnection) -> bool:
+            params = {**_owned_params(key, owner), **values}
+            return (await conn.execute(_UPDATE_OWNED, params)).first() is not None
+
+        return await self._gate.write(tx)
+
+    async def start(self, key: InflightKey, *, owner: str, invocation_id: str, now: float) -> bool:
         """The invocation is about to append the user's event: from here on a crash means
-        the thread is told, not that the message is run again."""
-        return await self._update(
-            key, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
+        the thread is told, not that the message is run again. False when `owner` no
+        longer holds the row."""
+        return await self._update_owned(
+            key, owner, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
         )
 
-    async def set_placeholder(self, key: InflightKey, placeholder_ts: str) -> bool:
+    async def set_placeholder(self, key: InflightKey, placeholder_ts: str, *, owner: str) -> bool:
         """The "thinking" message the reply will replace."""
-        return await self._update(key, {"placeholder_ts": placeholder_ts})
+        return await self._update_owned(key, owner, {"placeholder_ts": placeholder_ts})
 
-    async def finish(self, key: InflightKey) -> bool:
-        """The thread has its answer (or the message needs none): forget the message."""
+    async def finish(self, key: InflightKey, *, owner: str) -> bool:
+        """The thread has its answer (or the message needs none): forget the message,
+        if `owner` still holds it."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            return (await conn.execute(_DELETE, _key_params(key))).rowcount > 0
+            return (await conn.execute(_DELETE_OWNED, _owned_params(key, owner))).rowcount > 0
 
         return await self._gate.write(tx)
 
     async def finish_answered(
-        self, key: InflightKey, thread: ThreadKey, *, now: float, owner_agent: str
+        self, key: InflightKey, thread: ThreadKey, *, owner: str, now: float, owner_agent: str
     ) -> bool:
         """`finish` the message and `ThreadStore.touch` its thread in one transaction."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            finished = (await conn.execute(_DELETE, _key_params(key))).rowcount > 0
+            params = _owned_params(key, owner)
+            finished = (await conn.execute(_DELETE_OWNED, params)).rowcount > 0
             await touch_in(conn, thread, now=now, owner_agent=owner_agent)
             return finished
 
         return await self._gate.write(tx)
 
-    async def left_by_others(self, owner: str, *, limit: int = 1000) -> list[InflightRecord]:
-        """Rows owned by any process but `owner`, oldest first."""
-        query = (
-            sa.select(inflight)
-            .where(inflight.c.owner != owner)
-            .order_by(inflight.c.accepted_at)
-            .limit(limit)
-        )
+    async def left_by_others(
+        self, owner: str, *, now: float, dead_after: float | None, limit: int = 1000
+    ) -> list[InflightRecord]:
+        """Rows of owners other than `owner` that stopped beating `dead_after` seconds
+        ago (every other owner's when `dead_after` is None), oldest first."""
+        query = sa.select(inflight).where(inflight.c.owner != owner)
+        if dead_after is not None:
+            query = query.where(owner_is_dead(inflight.c.owner, now=now, dead_after=dead_after))
+        query = query.order_by(inflight.c.accepted_at).limit(limit)
 
         async def tx(conn: AsyncConnection) -> list[InflightRecord]:
             rows = (await conn.execute(query)).all()
@@ -225,10 +240,35 @@ class InflightStore:
 
         return await self._gate.read(tx)
 
-    async def take_over(self, record: InflightRecord, *, owner: str) -> bool:
+    async def take_over(
+        self, record: InflightRecord, *, owner: str, now: float, dead_after: float | None
+    ) -> bool:
         """Move a row from its previous owner to `owner`. One guarded UPDATE, so of
-        several processes recovering at once exactly one gets True."""
-        return await self._update(record.key, {"owner": owner}, inflight.c.owner == record.owner)
+        several processes recovering at once exactly one gets True, and an owner that
+        beat within `dead_after` seconds keeps its row (None: take it regardless)."""
+        guards = [inflight.c.owner == record.owner]
+        if dead_after is not None:
+            guards.append(owner_is_dead(inflight.c.owner, now=now, dead_after=dead_after))
+        return await self._update(record.key, {"owner": owner}, *guards)
+
+    async def earlier_in_thread(self, key: InflightKey, thread_ts: str, *, owner: str) -> bool:
+        """Whether an earlier message of the same thread is still unanswered by a process
+        other than `owner`: a later one waits for it, so replies keep the thread's order.
+        (`owner`'s own earlier messages are ordered by its thread worker already.)"""
+        query = sa.select(
+            sa.exists().where(
+                inflight.c.owner != owner,
+                inflight.c.team_id == key.team_id,
+                inflight.c.channel_id == key.channel_id,
+                inflight.c.thread_ts == thread_ts,
+                inflight.c.message_ts < key.message_ts,
+            )
+        )
+
+        async def tx(conn: AsyncConnection) -> bool:
+            return bool((await conn.execute(query)).scalar_one())
+
+        return await self._gate.read(tx)
 
     async def count(self) -> int:
         """How many messages are accepted and not yet answered, by every process."""

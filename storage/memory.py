@@ -1,4 +1,8 @@
-"""Memory: facts and commitments taken from validated summaries, searchable per user."""
+"""Memory: facts, commitments and user claims from validated summaries, searchable per user.
+
+A summary item labelled a user claim is stored as a `claim`, never as a fact or a
+commitment: what only the user said stays marked as the user's in memory too.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from storage.engine import SqlGate
 from storage.schema import memory
 
-MemoryKind = Literal["fact", "commitment"]
+MemoryKind = Literal["fact", "commitment", "claim"]
+MEMORY_KINDS: tuple[MemoryKind, ...] = ("fact", "commitment", "claim")
 
 
 class MemoryItem(BaseModel):
-    """One remembered fact or commitment, with the events it came from."""
+    """One remembered fact, commitment or user claim, with the events it came from."""
 
     id: int
     user_id: str
@@ -45,7 +50,7 @@ class MemoryStore:
         created_at: float | None = None,
     ) -> int:
         """Store one item; returns its id."""
-        if kind not in ("fact", "commitment"):
+        if kind not in MEMORY_KINDS:
             raise ValueError(f"unknown memory kind {kind!r}")
         values = {
             "user_id": user_id,

@@ -136,6 +136,18 @@ inflight = sa.Table(
     sa.Index(None, "owner"),
 )
 
+# One row per bot process: its identity (`bot.wiring.process_owner`) and its last
+# heartbeat. In-flight rows and digest leases of an owner that stopped beating are taken
+# over by a live process; a live owner's work never is.
+owners = sa.Table(
+    "owners",
+    metadata,
+    sa.Column("owner", sa.String(128), primary_key=True),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("beat_at", sa.Float, nullable=False),
+    sa.Index(None, "beat_at"),
+)
+
 digests = sa.Table(
     "digests",
     metadata,
@@ -155,8 +167,11 @@ digests = sa.Table(
     sa.Column("slack_ts", sa.String(32), nullable=True),
     sa.Column("supersedes_digest_id", RowId, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),
+    # The session's last event the digest covers: one digest per (session, last event).
+    sa.Column("last_seq", sa.Integer, nullable=True),
     sa.Index(None, "source_session_id"),
     sa.Index(None, "user_id"),
+    sa.Index("ix_digests_session_last_seq", "source_session_id", "last_seq", unique=True),
 )
 
 memory = sa.Table(

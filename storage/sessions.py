@@ -1,10 +1,11 @@
-"""`SqlSessionService`: the `agents.session_service.SessionService` contract on SQL.
+"""`SqlSessionService`: the `agents.sessions.service.SessionService` contract on SQL.
 
 An append is one short write transaction: lock the session row and take the next seq
 from its counter (one `UPDATE ... RETURNING` when the event changes no session state,
 else `SELECT ... FOR UPDATE` on PostgreSQL, SQLite's single writer being taken by
-`BEGIN IMMEDIATE`), insert the event, advance the row, upsert app and user keys. Nothing compares versions, so concurrent writers queue instead of failing with
-"stale session" errors.
+`BEGIN IMMEDIATE`), insert the event, advance the row, upsert app and user keys.
+Nothing compares versions, so concurrent writers queue instead of failing with "stale
+session" errors.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.events import Event, event_seq
 from agents.metrics import REGISTRY
-from agents.session import Session
-from agents.session_service import SessionNotFoundError
-from agents.state import split_delta, without_temp
+from agents.sessions.service import SessionNotFoundError
+from agents.sessions.session import Session
+from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
+from storage.errors import SessionExistsError
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_scoped, read_users, write_scoped
 from storage.threads import ThreadRecord
@@ -116,7 +118,7 @@ class SqlSessionService:
                 .returning(sessions.c.pk)
             )
             if inserted.first() is None:
-                raise ValueError(f"session {sid} already exists")
+                raise SessionExistsError(f"session {sid} already exists")
             await write_scoped(
                 self._gate, conn, app_name=app_name, user_id=user_id, app=app, user=user, now=now
             )
@@ -180,13 +182,20 @@ class SqlSessionService:
         self, thread: ThreadRecord, *, since_compaction: bool = False
     ) -> Session:
         """The session `thread` maps to, created empty when missing: a thread is mapped
-        before its session is written."""
+        before its session is written. Insert-or-get: when another process creates it
+        between the read and the insert, that session is returned."""
         session = await self.of_thread(thread, since_compaction=since_compaction)
         if session is not None:
             return session
-        return await self.create_session(
-            app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
-        )
+        try:
+            return await self.create_session(
+                app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+            )
+        except SessionExistsError:
+            session = await self.of_thread(thread, since_compaction=since_compaction)
+            if session is None:
+                raise
+            return session
 
     async def ensure_exists(self, thread: ThreadRecord, *, probably_new: bool = False) -> None:
         """Create the session `thread` maps to, empty, when it is missing, without loading

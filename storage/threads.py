@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
+from storage.owners import owner_is_dead
 from storage.schema import sessions, threads
 
 ThreadStatus = Literal["active", "handed_off", "closed"]
@@ -89,7 +90,17 @@ _SESSION_OF_THREAD = sa.and_(
 )
 
 
-def find_idle_query(*, now: float, idle_after: float, limit: int) -> sa.Select[Any]:
+def lease_free(*, now: float, dead_after: float | None) -> sa.ColumnElement[bool]:
+    """No lease, an expired one, or one whose owner stopped beating `dead_after` s ago."""
+    free = [threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now]
+    if dead_after is not None:
+        free.append(owner_is_dead(threads.c.lease_owner, now=now, dead_after=dead_after))
+    return sa.or_(*free)
+
+
+def find_idle_query(
+    *, now: float, idle_after: float, limit: int, dead_after: float | None = None
+) -> sa.Select[Any]:
     """The `find_idle` SELECT; public so the benchmark can print its plan."""
     return (
         sa.select(threads)
@@ -98,7 +109,7 @@ def find_idle_query(*, now: float, idle_after: float, limit: int) -> sa.Select[A
             threads.c.digest_state == "pending",
             threads.c.last_activity_at <= now - idle_after,
             sessions.c.last_seq > threads.c.last_digested_seq,
-            sa.or_(threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now),
+            lease_free(now=now, dead_after=dead_after),
         )
         .order_by(threads.c.digest_state, threads.c.last_activity_at)
         .limit(limit)
@@ -241,30 +252,47 @@ class ThreadStore:
     async def clear_flag(self, key: ThreadKey) -> bool:
         return await self._update(key, {"needs_attention": False, "attention_reason": None})
 
-    async def find_idle(self, *, now: float, idle_after: float, limit: int) -> list[ThreadRecord]:
+    async def find_idle(
+        self, *, now: float, idle_after: float, limit: int, dead_after: float | None = None
+    ) -> list[ThreadRecord]:
         """Threads with no activity for `idle_after` seconds, events newer than their last
-        digest, and no live lease; least recently active first."""
-        query = find_idle_query(now=now, idle_after=idle_after, limit=limit)
+        digest, and no live lease (see `lease_free`); least recently active first."""
+        query = find_idle_query(now=now, idle_after=idle_after, limit=limit, dead_after=dead_after)
 
         async def tx(conn: AsyncConnection) -> list[ThreadRecord]:
             return _records(await conn.execute(query))
 
         return await self._gate.read(tx)
 
-    async def claim(self, key: ThreadKey, *, owner: str, now: float, lease_seconds: float) -> bool:
-        """Take the thread's lease if it is free or expired and the thread still has
-        undigested events. One guarded UPDATE, so of several concurrent claimers exactly
-        one gets True, and a claimer that found the thread before another process
-        digested it gets False."""
+    async def claim(
+        self,
+        key: ThreadKey,
+        *,
+        owner: str,
+        now: float,
+        lease_seconds: float,
+        dead_after: float | None = None,
+    ) -> bool:
+        """Take the thread's lease if it is free (`lease_free`: none, expired, or held by
+        an owner that stopped beating) and the thread still has undigested events. One
+        guarded UPDATE, so of several concurrent claimers exactly one gets True, and a
+        claimer that found the thread before another process digested it gets False."""
         session_last_seq = (
             sa.select(sessions.c.last_seq).where(_SESSION_OF_THREAD).scalar_subquery()
         )
         return await self._update(
             key,
             {"lease_owner": owner, "lease_expires_at": now + lease_seconds},
-            sa.or_(threads.c.lease_owner.is_(None), threads.c.lease_expires_at <= now),
+            lease_free(now=now, dead_after=dead_after),
             threads.c.digest_state == "pending",
             sa.func.coalesce(session_last_seq, 0) > threads.c.last_digested_seq,
+        )
+
+    async def renew(self, key: ThreadKey, *, owner: str, now: float, lease_seconds: float) -> bool:
+        """Extend `owner`'s lease to `now + lease_seconds`; False when `owner` no longer
+        holds it (a peer took it over), and the holder must then stop."""
+        return await self._update(
+            key, {"lease_expires_at": now + lease_seconds}, threads.c.lease_owner == owner
         )
 
     async def release(

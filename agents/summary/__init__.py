@@ -6,7 +6,9 @@ Render a record with `to_text` or `to_json`; transports build their own views fr
 """
 
 from agents.summary.agent import INSTRUCTION, SUMMARIZER_NAME, build_summary_agent
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity, EntityExtractor, EntityPattern, pattern
 from agents.summary.metrics import SummaryRun, SummaryRunSink
 from agents.summary.problems import Problem, ProblemKind
@@ -14,14 +16,12 @@ from agents.summary.record import (
     MAX_SOURCES,
     HandoffRecord,
     Item,
-    label_user_claims,
     response_schema,
 )
 from agents.summary.render import to_json, to_text
 from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
 from agents.summary.service import SummaryService
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import ValidationResult, Validator
 
 __all__ = [
     "INSTRUCTION",

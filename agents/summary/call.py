@@ -16,7 +16,7 @@ from agents.events import Event, Usage
 from agents.llm_agent import LlmAgent
 from agents.models.base import Model
 from agents.runner import Runner
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
 
 APP = "summarizer"
 USER = "summarizer"

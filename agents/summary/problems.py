@@ -21,6 +21,8 @@ class ProblemKind(StrEnum):
     ANSWERED_QUESTION = "answered_question"
     MISSING_COMMITMENT = "missing_commitment"
     SENSITIVE_VALUE = "sensitive_value"
+    UNSUPPORTED_GOAL = "unsupported_goal"
+    LINK_IN_GOAL = "link_in_goal"
     LOOP = "loop"
     CUT_OFF = "cut_off"
     MODEL_ERROR = "model_error"

@@ -12,8 +12,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.events import Event
-
 MAX_SOURCES = 3
 SECTIONS = ("facts", "decisions", "commitments", "open_questions")
 
@@ -21,8 +19,9 @@ SECTIONS = ("facts", "decisions", "commitments", "open_questions")
 class Item(BaseModel):
     """One statement of the record and the events that support it.
 
-    `user_claim` is never taken from the model: the service sets it when every cited
-    event is user-authored, so a user's say-so never reads as a verified fact.
+    `user_claim` is never taken from the model: the service sets it
+    (`agents.summary.checks.claims`) unless agent sources state everything the item does, so a
+    user's say-so never reads as a verified fact.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -62,20 +61,6 @@ class HandoffRecord(BaseModel):
             for source in item.sources:
                 seen.setdefault(source, None)
         return list(seen)
-
-
-def label_user_claims(record: HandoffRecord, events: list[Event]) -> HandoffRecord:
-    """A copy of `record` where items cited only from user-authored events are user claims."""
-    authors = {event.id: event.author for event in events}
-    updates = {}
-    for section in SECTIONS:
-        items = []
-        for item in getattr(record, section):
-            cited = [authors[s] for s in item.sources if s in authors]
-            claim = bool(cited) and all(author == "user" for author in cited)
-            items.append(item.model_copy(update={"user_claim": claim}))
-        updates[section] = items
-    return record.model_copy(update=updates)
 
 
 class ItemSchema(BaseModel):

@@ -7,7 +7,7 @@ the checklist found it.
 
 from __future__ import annotations
 
-from agents.summary.checklist import Checklist
+from agents.summary.aids.checklist import Checklist
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.transcript import RenderedTranscript
 

@@ -16,11 +16,13 @@ from dataclasses import replace
 
 from agents.events import Event, Usage
 from agents.models.base import Model
-from agents.session import Session
-from agents.session_service import SessionService
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
 from agents.summary.agent import build_summary_agent
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.call import Ask, ModelCalls
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity, EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
@@ -33,11 +35,9 @@ from agents.summary.metrics import (
     count_run,
 )
 from agents.summary.problems import Problem, ProblemKind
-from agents.summary.record import label_user_claims
 from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
 from agents.summary.retry import first_message, retry_message
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import ValidationResult, Validator
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ class SummaryService:
         if checked.passed and checked.record is not None:
             result = Summary(
                 session_id=session_id,
-                record=label_user_claims(checked.record, events),
+                record=label_user_claims(checked.record, events, extractor=self.extractor),
                 attempts=len(attempts),
                 usage=usage,
                 problems_first_attempt=attempts[0].problems,

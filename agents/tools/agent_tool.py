@@ -11,8 +11,8 @@ from agents.base_agent import BaseAgent
 from agents.context import InvocationContext, ToolContext
 from agents.events import Event, Part, new_invocation_id
 from agents.models.base import ToolDeclaration
-from agents.session_service import InMemorySessionService
-from agents.state import TEMP_PREFIX
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.state import TEMP_PREFIX
 from agents.tools.base_tool import BaseTool, ToolError
 
 

@@ -1,10 +1,13 @@
 """Idle-thread digests: find idle threads, claim each once, summarise, validate, post.
 
 Several bot processes may share one database: a thread is claimed with a lease (one
-guarded UPDATE), so exactly one process digests it; a lease whose process died expires
-and the thread is picked up again. Only a validated record is ever posted; otherwise
-the support-lead channel gets a short "summary unavailable" notice and the thread is
-flagged for a person.
+guarded UPDATE), so exactly one process digests it. The holder renews the lease while it
+works and re-checks it between steps and just before posting, so a slow summary never
+lets a peer take the thread from a live process; a lease whose process stopped beating
+(or expired) is taken over and the thread picked up again. A digest is stored once per
+`(session, last event)`: a process that finds it stored only posts it if nobody did.
+Only a validated record is ever posted; otherwise the support-lead channel gets a short
+"summary unavailable" notice and the thread is flagged for a person.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
-from bot.slack.blocks import Block, digest_message, unavailable_message
-from bot.slack.limits import post_paged
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
+from bot.slack.render.blocks import Block, digest_message, unavailable_message
+from bot.slack.render.limits import post_paged
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
 from storage.digests import DigestRow
@@ -69,6 +72,10 @@ def owning_agents(events: Sequence[Event]) -> list[str]:
     return seen
 
 
+class LeaseLost(RuntimeError):
+    """Another process holds the thread's lease now: stop without posting."""
+
+
 @dataclass
 class DigestOutcome:
     """What one pass did for one thread."""
@@ -86,6 +93,8 @@ class DigestJob:
     """One digest pass over the idle threads (`run_once`); the scheduler repeats it.
 
     `owner` is the process's identity (`bot.wiring.process_owner`), held on each lease.
+    `dead_after`: a lease whose owner has not beaten for this long is free (None: only
+    expiry frees a lease).
     """
 
     def __init__(
@@ -100,6 +109,7 @@ class DigestJob:
         concurrency: int = 8,
         lease_seconds: float = 600.0,
         batch: int = 200,
+        dead_after: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
@@ -111,12 +121,16 @@ class DigestJob:
         self.batch = batch
         self.clock = clock
         self.owner = owner
+        self.dead_after = dead_after
         self._slots = asyncio.Semaphore(concurrency)
 
     async def run_once(self) -> list[DigestOutcome]:
         """Digest every idle thread this process can claim; return what happened."""
         idle = await self.db.threads.find_idle(
-            now=self.clock(), idle_after=self.idle_after, limit=self.batch
+            now=self.clock(),
+            idle_after=self.idle_after,
+            limit=self.batch,
+            dead_after=self.dead_after,
         )
         results = await asyncio.gather(*(self._guarded(thread) for thread in idle))
         return [r for r in results if r is not None]
@@ -124,17 +138,54 @@ class DigestJob:
     async def _guarded(self, thread: ThreadRecord) -> DigestOutcome | None:
         async with self._slots:
             claimed = await self.db.threads.claim(
-                thread.key, owner=self.owner, now=self.clock(), lease_seconds=self.lease_seconds
+                thread.key,
+                owner=self.owner,
+                now=self.clock(),
+                lease_seconds=self.lease_seconds,
+                dead_after=self.dead_after,
             )
             if not claimed:
                 return None
+            renewer = asyncio.create_task(self._keep_renewed(thread))
             try:
                 return await self._digest(thread)
+            except LeaseLost:
+                logger.warning("digest lease of %s lost to a peer", thread.thread_ts)
+                return None
             except Exception:
                 # The lease is released without progress, so the next pass retries.
                 logger.exception("digest of %s/%s failed", thread.channel_id, thread.thread_ts)
                 await self.db.threads.release(thread.key, owner=self.owner)
                 return None
+            finally:
+                renewer.cancel()
+
+    async def _renew(self, thread: ThreadRecord) -> None:
+        """Extend the lease, or raise `LeaseLost` when a peer holds it now."""
+        renewed = await self.db.threads.renew(
+            thread.key, owner=self.owner, now=self.clock(), lease_seconds=self.lease_seconds
+        )
+        if not renewed:
+            raise LeaseLost(thread.thread_ts)
+
+    async def _keep_renewed(self, thread: ThreadRecord) -> None:
+        """Renew the lease every third of its length while a step (a slow summary) runs,
+        so it never expires under a live holder."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await self._renew(thread)
+            except LeaseLost:
+                return
+            except Exception:
+                logger.warning("digest lease renewal failed", exc_info=True)
+
+    async def _post(self, thread: ThreadRecord, text: str, blocks: list[Block]) -> str:
+        """Post to the lead channel (paged within Slack's limits), after re-checking the
+        lease right before; the first message's ts."""
+        assert self.lead_channel is not None
+        await self._renew(thread)
+        return await post_paged(self.client, channel=self.lead_channel, text=text, blocks=blocks)
 
     async def _digest(self, thread: ThreadRecord) -> DigestOutcome:
         session = await self.db.sessions.of_thread(thread)
@@ -142,11 +193,13 @@ class DigestJob:
             await self.db.threads.release(thread.key, owner=self.owner)
             raise LookupError(f"thread {thread.thread_ts} maps to missing session")
         last_seq = max(e.seq for e in session.events)
+        stored = await self.db.digests.for_event(session.id, last_seq)
+        if stored is not None:
+            # Another process (or a crashed one) stored this digest: finish, don't redo it.
+            return await self._finish_stored(thread, stored, last_seq)
         previous = await self.db.digests.latest_for_session(session.id)
-        if previous is not None and previous.created_at > thread.last_activity_at:
-            # A process died after storing this digest: finish its job, don't redo it.
-            return await self._finish_stored(thread, previous, last_seq)
         result = await self.summarizer.summarize(session)
+        await self._renew(thread)
         if isinstance(result, NoSummary) or not isinstance(result, Summary):
             return await self._unavailable(thread, [str(p) for p in result.problems], last_seq)
         record = result.record
@@ -163,6 +216,7 @@ class DigestJob:
             completion_tokens=result.usage.completion_tokens,
             supersedes_digest_id=previous.id if previous is not None else None,
             created_at=self.clock(),
+            last_seq=last_seq,
         )
         remembered: tuple[tuple[MemoryKind, list[Item]], ...] = (
             ("fact", record.facts),
@@ -173,7 +227,7 @@ class DigestJob:
                 await self.db.memory.add(
                     user_id=thread.user_id,
                     session_id=session.id,
-                    kind=kind,
+                    kind="claim" if item.user_claim else kind,
                     text=item.text,
                     event_ids=list(item.sources),
                 )
@@ -191,9 +245,7 @@ class DigestJob:
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
             )
-            outcome.slack_ts = await post_paged(
-                self.client, channel=self.lead_channel, text=text, blocks=blocks
-            )
+            outcome.slack_ts = await self._post(thread, text, blocks)
             outcome.outcome = "posted"
             await self.db.digests.set_posted(digest_id, outcome.slack_ts)
             REGISTRY.inc("support_bot_digests_posted_total")
@@ -226,9 +278,7 @@ class DigestJob:
                 cost=stored.cost,
                 attempts=stored.attempts,
             )
-            posted = await post_paged(
-                self.client, channel=self.lead_channel, text=text, blocks=blocks
-            )
+            posted = await self._post(thread, text, blocks)
             await self.db.digests.set_posted(stored.id, posted)
             outcome.slack_ts, outcome.outcome = posted, "posted"
             REGISTRY.inc("support_bot_digests_posted_total")
@@ -248,9 +298,7 @@ class DigestJob:
         if self.lead_channel:
             links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
             text, blocks = unavailable_message(links, public_problems(tuple(problems)))
-            outcome.slack_ts = await post_paged(
-                self.client, channel=self.lead_channel, text=text, blocks=blocks
-            )
+            outcome.slack_ts = await self._post(thread, text, blocks)
         # Progress is recorded so a failing thread isn't re-summarised every scan; new
         # activity makes it eligible again.
         await self.db.threads.release(thread.key, owner=self.owner, digested_seq=last_seq)

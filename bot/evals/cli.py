@@ -27,7 +27,7 @@ async def eval_summaries(
     """Summarise `limit` conversations (every nth) and print `EvalReport.lines()`; with
     `seed_validator`, the same conversations again under the seed's validator; with
     `show_problems`, each conversation's first-attempt problems under its line."""
-    from agents.summary.validator import Validator
+    from agents.summary.checks.validator import Validator
     from bot.evals.dataset import load_conversations
     from bot.evals.shadow import ShadowValidator
     from bot.evals.summaries import evaluate, outcome_line, select_every_nth

@@ -18,7 +18,7 @@ from pathlib import Path
 from agents.base_agent import BaseAgent
 from agents.models.base import Model
 from agents.runner import Runner
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
 from bot.threads.turn import run_turn
 
 DEFAULT_ROUTES = {"billing": "billing_agent", "tech_support": "tech_support"}

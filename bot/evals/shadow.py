@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agents.events import Event
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity
 from agents.summary.problems import Problem
 from agents.summary.transcript import RenderedTranscript
-from agents.summary.validator import ValidationResult, Validator
 
 
 class ShadowValidator(Validator):

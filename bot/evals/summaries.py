@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
+from agents.sessions.session import Session
 from agents.summary.entities import ID_TYPES, Entity, mentions
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.results import Summary, SummaryResult

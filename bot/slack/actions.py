@@ -20,12 +20,12 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from agents.session import Session
-from bot.slack.blocks import UNAVAILABLE
+from agents.sessions.session import Session
 from bot.slack.command_args import ThreadRef
-from bot.slack.limits import post_paged, reply_paged
-from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import thread_links
+from bot.slack.render.blocks import UNAVAILABLE
+from bot.slack.render.limits import post_paged, reply_paged
+from bot.slack.render.mrkdwn import escape
 from bot.slack.services import BotServices
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
 from bot.threads.summaries import SummaryView, summarize_session

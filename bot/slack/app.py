@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -131,8 +132,10 @@ def build_web_app(
         )
 
     async def startup(_: web.Application) -> None:
+        # Alive before anything is accepted, so no peer takes this process's rows.
+        await services.db.owners.beat(services.owner, now=time.time())
         # Before the site listens: re-run messages keep their place in their threads.
-        await recover(services)
+        await recover(services, startup=True)
 
     app.on_startup.append(startup)
     if http_events:
@@ -153,6 +156,8 @@ async def drain(services: BotServices) -> None:
     """Stop taking work, finish (or hand back) in-flight invocations, then close."""
     finished = await services.worker.drain(services.settings.shutdown_timeout_seconds)
     await services.runner.drain()
+    # Whatever is still in flight is free to a live peer's next sweep at once.
+    await services.db.owners.stop(services.owner)
     log.info("drained", extra={"clean": finished})
 
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlparse
 
-from bot.slack.mrkdwn import escape
+from bot.slack.render.mrkdwn import escape
 
 _ARCHIVE = re.compile(r"/archives/([CDG][A-Z0-9]+)/p(\d{10})(\d{6})$")
 _USER = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>$")

@@ -24,7 +24,9 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
-from bot.slack.blocks import (
+from bot.slack.message_ts import turn_metadata
+from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import (
     FAILURE_TEXT,
     INTERRUPTED_TEXT,
     THINKING_TEXT,
@@ -34,10 +36,8 @@ from bot.slack.blocks import (
     thinking_blocks,
     transfer_line,
 )
-from bot.slack.limits import NO_UNFURL, SECTION_TEXT
-from bot.slack.message_ts import turn_metadata
-from bot.slack.messages import IncomingMessage
-from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
+from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
 from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
 from storage.inflight import InflightKey
@@ -62,6 +62,9 @@ def inflight_key(msg: IncomingMessage) -> InflightKey:
     return InflightKey(team_id=msg.team_id, channel_id=msg.channel, message_ts=msg.ts)
 
 
+_ORDER_POLL_S = 0.1
+
+
 class SlackReplier:
     """Answers one accepted Slack message inside its thread's ordered queue."""
 
@@ -83,11 +86,38 @@ class SlackReplier:
         return bool(accepted)
 
     async def handle(self, msg: IncomingMessage) -> None:
-        """Decide whether to answer, then run the invocation and post the reply."""
-        db, key = self.s.db, thread_key(msg)
+        """Decide whether to answer, then run the invocation and post the reply.
+
+        The thread's earlier unanswered messages go first, whichever process holds them,
+        and the invocation runs under the thread's cross-process lock, so with several
+        processes a thread still sees one invocation at a time, in order. Any failure
+        here leaves a notice in the thread and clears the message.
+        """
+        key, tracked = thread_key(msg), inflight_key(msg)
+        try:
+            await self._after_earlier(tracked, msg.root_ts)
+            async with self.s.db.thread_locks.hold(key):
+                await self._decide(key, msg)
+        except Exception:
+            log.exception("message handling failed", extra=_thread(key))
+            await self.fail(key, tracked, None, "bot_error", FAILURE_TEXT)
+
+    async def _after_earlier(self, tracked: InflightKey, thread_ts: str) -> None:
+        """Wait (bounded) while another process still has an earlier message of the
+        thread unanswered."""
+        deadline = time.monotonic() + self.s.settings.thread_order_wait_seconds
+        inflight, owner = self.s.db.inflight, self.s.owner
+        while await inflight.earlier_in_thread(tracked, thread_ts, owner=owner):
+            if time.monotonic() >= deadline:
+                log.warning("answering ahead of an earlier unanswered message")
+                return
+            await asyncio.sleep(_ORDER_POLL_S)
+
+    async def _decide(self, key: ThreadKey, msg: IncomingMessage) -> None:
+        db = self.s.db
         record = await db.threads.get(key)
         if not self._should_answer(msg, record):
-            await db.inflight.finish(inflight_key(msg))
+            await db.inflight.finish(inflight_key(msg), owner=self.s.owner)
             return
         # A mention brings a handed-off (or closed) thread back to the bot.
         record = await ensure_thread(
@@ -109,11 +139,18 @@ class SlackReplier:
         placeholder_ts: str | None = None
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
+        owner = self.s.owner
+        started = await self.s.db.inflight.start(
+            tracked, owner=owner, invocation_id=invocation_id, now=time.time()
+        )
+        if not started:
+            # A peer took the message over (this process was thought dead): it answers.
+            log.warning("message taken over by a peer", extra=_thread(key))
+            return
         try:
-            await self.s.db.inflight.start(tracked, invocation_id=invocation_id, now=time.time())
             placeholder_ts = await self._post_placeholder(key, record)
             if placeholder_ts is not None:
-                await self.s.db.inflight.set_placeholder(tracked, placeholder_ts)
+                await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
             outcome = await run_turn(
                 self.s.runner,
                 user_id=record.user_id,
@@ -148,7 +185,7 @@ class SlackReplier:
             await self.fail(key, tracked, placeholder_ts, "slack_error", FAILURE_TEXT)
             return
         await self.s.db.inflight.finish_answered(
-            tracked, key, now=time.time(), owner_agent=outcome.reply.author
+            tracked, key, owner=self.s.owner, now=time.time(), owner_agent=outcome.reply.author
         )
 
     async def _post_placeholder(self, key: ThreadKey, record: ThreadRecord) -> str | None:
@@ -259,6 +296,6 @@ class SlackReplier:
             log.exception("could not post failure notice", extra={"slack_thread": key.thread_ts})
             return
         try:
-            await self.s.db.inflight.finish(tracked)
+            await self.s.db.inflight.finish(tracked, owner=self.s.owner)
         except Exception:
             log.exception("could not clear in-flight message", extra=_thread(key))

@@ -10,7 +10,6 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot.slack.actions import REFUSAL, Reply, ThreadActions
-from bot.slack.blocks import handoff_modal, home_view, refusal_modal
 from bot.slack.command_args import (
     CommandSyntaxError,
     ThreadRef,
@@ -19,6 +18,7 @@ from bot.slack.command_args import (
 )
 from bot.slack.conversation import SlackReplier
 from bot.slack.messages import parse_message
+from bot.slack.render.blocks import handoff_modal, home_view, refusal_modal
 from bot.slack.services import BotServices
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,8 @@
-"""Start-up sweep: finish the messages a previous process accepted but never answered.
+"""The recovery sweep: finish the messages a dead process accepted but never answered.
 
-A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. For each:
+A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. The sweep
+runs at start-up and then with every heartbeat (`bot.ops.heartbeat`), and takes over
+the rows of owners that stopped beating (`storage.owners`). For each:
 
 - never started (`accepted`): nothing reached the thread yet, so the message is queued
   again behind its thread and answered normally;
@@ -10,9 +12,9 @@ A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. Fo
   person will follow up", and the thread is flagged. A placeholder that no longer says
   "thinking" means the answer landed before the crash, and nothing more is posted.
 
-On SQLite the database has one owning process, so every row left by another owner is
-an orphan. A shared PostgreSQL may have live peers, so there only rows older than
-`STALE_AFTER_S` (longer than any invocation can run) are taken over.
+A live owner's rows are never taken, however old: the takeover is one UPDATE guarded
+by the owner's heartbeat. On SQLite the database has one owning process, so at start-up
+every row left by another owner is an orphan and is taken at once.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from slack_sdk.errors import SlackApiError
 
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
-from bot.slack.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.conversation import SlackReplier
 from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
 from bot.threads.turn import TurnOutcome
 from storage.inflight import InflightRecord
@@ -41,10 +43,9 @@ log = logging.getLogger(__name__)
 REGISTRY.describe(
     "support_bot_recovered_messages_total",
     "counter",
-    "Interrupted messages taken up again at start-up, by stage",
+    "Interrupted messages taken over from a dead process, by stage",
 )
 
-STALE_AFTER_S = 900.0
 _THREAD_PAGE = 200
 
 
@@ -56,21 +57,27 @@ class RecoveryReport:
     resumed: int = 0
 
 
-async def recover(services: BotServices, *, now: float | None = None) -> RecoveryReport:
-    """Take over orphaned in-flight messages and queue their work on `services.worker`.
+async def recover(
+    services: BotServices, *, now: float | None = None, startup: bool = False
+) -> RecoveryReport:
+    """Take over dead owners' in-flight messages and queue their work on `services.worker`.
 
-    Call before serving events, so that re-run messages keep their place ahead of new
-    ones in the same thread.
+    At start-up (`startup`), call before serving events, so that re-run messages keep
+    their place ahead of new ones in the same thread.
     """
     db, report = services.db, RecoveryReport()
     now = time.time() if now is None else now
-    rows = await db.inflight.left_by_others(services.owner)
-    if not db.gate.is_sqlite:
-        rows = [r for r in rows if r.accepted_at <= now - STALE_AFTER_S]
+    dead_after: float | None = services.settings.owner_dead_after_seconds
+    if startup and db.gate.is_sqlite:
+        dead_after = None
+    rows = await db.inflight.left_by_others(services.owner, now=now, dead_after=dead_after)
     replier = SlackReplier(services)
     resumer = Resumer(replier)
     for row in rows:
-        if not await db.inflight.take_over(row, owner=services.owner):
+        taken = await db.inflight.take_over(
+            row, owner=services.owner, now=now, dead_after=dead_after
+        )
+        if not taken:
             continue
         msg = IncomingMessage.from_record(row.message)
         key = (row.team_id, row.channel_id, row.thread_ts)
@@ -102,7 +109,7 @@ class Resumer:
             state = await self._message_text(key, placeholder)
             if state is not None and state != THINKING_TEXT:
                 # The answer (or a notice) replaced the placeholder before the crash.
-                await self.s.db.inflight.finish(row.key)
+                await self.s.db.inflight.finish(row.key, owner=self.s.owner)
                 return
             if state is None:
                 placeholder = None

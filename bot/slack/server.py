@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.runner import Runner
 from bot.config import Settings, secret
 from bot.digests.scheduler import start_scheduler
+from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.client import SlackClient
 from bot.slack.services import BotServices
@@ -103,9 +104,12 @@ def socket_handler(
 
 
 def start_jobs(services: BotServices) -> AsyncIOScheduler:
-    """The digest scheduler and delivery expiry, on this process's event loop."""
+    """The digest scheduler, delivery expiry, and the heartbeat with its takeover sweep,
+    on this process's event loop."""
     job = build_digest_job(services.settings, services.db, services.summarizer, services.client)
-    return start_scheduler(services.settings, services.db, job)
+    scheduler = start_scheduler(services.settings, services.db, job)
+    add_heartbeat(scheduler, services)
+    return scheduler
 
 
 def _closer(

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from agents.runner import Runner
-from agents.session import Session
+from agents.sessions.session import Session
 from bot.config import Settings
-from bot.slack.blocks import transfer_line
+from bot.slack.render.blocks import transfer_line
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
 from bot.threads.summaries import Summarizer, SummaryView, summarize_session
 from bot.threads.turn import ensure_thread, run_turn

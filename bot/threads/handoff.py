@@ -19,7 +19,7 @@ from agents.events import Event
 from agents.handoff import handoff_event
 from agents.quoting import quoted
 from agents.runner import find_agent_to_run
-from agents.session import Session
+from agents.sessions.session import Session
 from agents.summary.entities import EntityExtractor
 from agents.summary.transcript import RenderOptions, render_transcript
 from bot.threads.summaries import SummaryView

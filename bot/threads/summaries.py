@@ -13,13 +13,19 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from agents.session import Session
+from agents.sessions.session import Session
 from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
-from bot.slack.blocks import UNAVAILABLE, Block, no_summary_blocks, problem_list, summary_blocks
-from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.blocks import (
+    UNAVAILABLE,
+    Block,
+    no_summary_blocks,
+    problem_list,
+    summary_blocks,
+)
+from bot.slack.render.mrkdwn import escape
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.models.base import Model
 from agents.runner import Runner
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
 
 
 def simplify(event: Event) -> tuple[str, Any]:

@@ -16,7 +16,7 @@ from agents.compaction import (
 from agents.events import FunctionCall, FunctionResponse
 from agents.history import SUMMARY_PREFIX
 from agents.models.scripted import ScriptedModel, call
-from agents.session_service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService
 from tests.agents.conversation import Conversation
 
 

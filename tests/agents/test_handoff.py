@@ -15,7 +15,7 @@ from agents.history import HANDOFF_PREFIX, build_contents
 from agents.llm_agent import LlmAgent
 from agents.models.scripted import ScriptedModel
 from agents.runner import find_agent_to_run
-from agents.session import Session
+from agents.sessions.session import Session
 from tests.agents.conversation import Conversation
 
 

@@ -10,7 +10,7 @@ import pytest
 from agents.llm_agent import LlmAgent
 from agents.models.litellm_model import LiteLlmModel
 from agents.runner import Runner
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
 from bot.config import Settings
 from bot.logging import configure_logging
 from tests.fakes.openai_server import FakeOpenAIServer, error, text, tool_call, tool_call_reply

@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from agents.models.litellm_model import LiteLlmModel
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
 from bot.config import Settings
 from bot.wiring import build_runner, configured_models, model_factory
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
+from agents.summary.checks.validator import Validator
 from agents.summary.service import SummaryService
-from agents.summary.validator import Validator
 from bot.config import Settings
 from bot.slack.app import create_services
 from bot.wiring import (

@@ -21,7 +21,7 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.history import HANDOFF_PREFIX
 from agents.models.scripted import transfer
 from agents.summary.agent import SUMMARIZER_NAME
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
 from agents.tree import build_support_tree

@@ -16,9 +16,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.models.base import ModelError
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.record import HandoffRecord, Item
-from bot.slack.blocks import digest_message, unavailable_message
-from bot.slack.limits import SECTION_TEXT, post_paged
 from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.blocks import digest_message, unavailable_message
+from bot.slack.render.limits import SECTION_TEXT, post_paged
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot

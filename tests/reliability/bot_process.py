@@ -1,9 +1,10 @@
 """The bot as a real process for crash tests: `python -m tests.reliability.bot_process`.
 
 Configured like `support-bot serve`, from the environment (SLACK_*, DATABASE_URL, MODEL,
-MODEL_API_BASE, PORT, MAX_CONCURRENT_INVOCATIONS), but built from parts this test owns:
-the default support tree on `LiteLlmModel` (pointed at a fake OpenAI server), no digest
-scheduler and no summariser, so it only depends on the bot's serving path.
+MODEL_API_BASE, PORT, MAX_CONCURRENT_INVOCATIONS, HEARTBEAT_SECONDS, ...), but built from
+parts this test owns: the default support tree on `LiteLlmModel` (pointed at a fake
+OpenAI server), the heartbeat with its takeover sweep, and no digest scheduler and no
+summariser, so it only depends on the bot's serving path.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
 from agents.models.base import Model
 from agents.runner import Runner
 from agents.tree import build_support_tree
 from bot.config import Settings, secret
 from bot.logging import configure_logging
+from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import run_web
@@ -51,7 +55,12 @@ async def serve() -> None:
         settings, db=db, runner=runner, summarizer=object(), retry_backoff=0.05
     )
 
+    scheduler = AsyncIOScheduler()
+    add_heartbeat(scheduler, services)
+    scheduler.start()
+
     async def close() -> None:
+        scheduler.shutdown(wait=False)
         await slack.close()
         await db.close()
 

@@ -75,7 +75,7 @@ async def test_duplicates_500_events_delivered_up_to_4_times_give_500_replies(
             batch = items[start : start + 25]
             results = await asyncio.gather(*(deliver_before_restart(first, i) for i in batch))
             assert {s for r in results for s in r} == {200}
-        await first.idle(30)
+        await first.idle(120)  # a liveness bound, not a timing target: CI machines are noisy
         await first.stop()
 
         second = await BotHarness.start(slack, agent=echo_tree(model), db=db, summarizer=object())
@@ -86,7 +86,7 @@ async def test_duplicates_500_events_delivered_up_to_4_times_give_500_replies(
                     item["event"], event_id=item["event_id"], retry_num=n
                 )
                 assert resp.status == 200
-        await second.idle(30)
+        await second.idle(120)
         await second.stop()
     finally:
         await db.close()

@@ -20,7 +20,7 @@ import pytest
 from agents.compaction import COMPACTION_AUTHOR
 from agents.handoff import HANDOFF_AUTHOR
 from agents.history import HANDOFF_PREFIX
-from agents.summary.aids import SmallModelAids
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.service import SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
 from agents.tree import build_support_tree

@@ -18,7 +18,7 @@ import pytest
 
 from agents.llm_agent import LlmAgent
 from agents.models.litellm_model import LiteLlmModel
-from bot.slack.blocks import FAILURE_TEXT
+from bot.slack.render.blocks import FAILURE_TEXT
 from tests.e2e.harness import BotHarness, dm, open_database
 from tests.fakes.openai_server import (
     FakeOpenAIServer,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.slack.blocks import THINKING_TEXT
+from bot.slack.render.blocks import THINKING_TEXT
 from tests.e2e.harness import BotHarness, dm, open_database
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import EchoModel, bot_messages, echo_tree

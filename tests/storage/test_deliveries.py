@@ -55,5 +55,5 @@ async def test_delivery_accepts_are_group_committed_and_exactly_once(db: Databas
         await other.close()
     winners = [ts for ts, ok in zip(messages, accepted, strict=True) if ok]
     assert sorted(winners) == sorted(set(messages))
-    left = await db.inflight.left_by_others("nobody")
+    left = await db.inflight.left_by_others("nobody", now=2.0, dead_after=None)
     assert sorted(r.message_ts for r in left) == sorted(set(messages))

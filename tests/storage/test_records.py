@@ -80,6 +80,10 @@ async def test_memory_search_is_per_user_and_by_words(db: Database) -> None:
     assert [m.kind for m in await db.memory.search("u1", "100%")] == ["commitment"]
     assert await db.memory.search("u1", "10_%") == []
     assert len(await db.memory.search("u1", limit=1)) == 1
+    await db.memory.add(
+        user_id="u1", session_id="s1", kind="claim", text="Promised $500", event_ids=["e1"]
+    )
+    assert [m.kind for m in await db.memory.search("u1", "$500")] == ["claim"]
     with pytest.raises(ValueError, match="kind"):
         await db.memory.add(user_id="u1", session_id="s1", kind="rumour", text="x", event_ids=[])  # type: ignore[arg-type]
 

@@ -15,8 +15,8 @@ from agents.events import (
     Part,
     Usage,
 )
-from agents.session import Session
-from agents.session_service import InMemorySessionService, SessionNotFoundError, SessionService
+from agents.sessions.service import InMemorySessionService, SessionNotFoundError, SessionService
+from agents.sessions.session import Session
 from storage import Database
 
 

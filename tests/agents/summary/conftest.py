@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agents.events import Event, FunctionCall, FunctionResponse, Part
-from agents.session import Session
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.session import Session
 
 APP = "support"
 AGENT = "billing_agent"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session import Session
-from agents.session_service import InMemorySessionService
-from agents.summary.aids import SmallModelAids
+from agents.sessions.service import InMemorySessionService
+from agents.sessions.session import Session
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.service import Summary, SummaryService
 from tests.agents.summary.conftest import agent, handoff, make_session, refund_record, user
 

@@ -6,12 +6,12 @@ import json
 from dataclasses import replace
 
 from agents.events import Event
-from agents.summary.checklist import build_checklist, checklist, group_values
+from agents.summary.aids.checklist import build_checklist, checklist, group_values
+from agents.summary.aids.grounding import Grounded, ground_citations
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import EntityExtractor
-from agents.summary.grounding import Grounded, ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import render_transcript
-from agents.summary.validator import ValidationResult, Validator
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import (
     agent,
@@ -58,13 +58,39 @@ def test_neighbouring_turn_is_regrounded_to_the_event_holding_the_value() -> Non
 
 def test_grounding_keeps_supporting_citations_and_adds_the_missing_one() -> None:
     record = HandoffRecord.model_validate(
+        refund_record(facts=[item("A-1001 shipping fee of $12.50 refunded", "e2", "e6")])
+    )
+    grounded = ground_citations(record, EVENTS)
+    # e2 holds A-1001 and stays; the tool result e6 holds neither value and goes; for
+    # $12.50 the event holding the most of the item's values wins: the refund call e5.
+    assert grounded.record.facts[0].sources == ["e2", "e5"]
+    assert grounded.corrected_items == 1
+
+
+def test_grounding_never_removes_the_users_source() -> None:
+    record = HandoffRecord.model_validate(
         refund_record(facts=[item("A-1001 shipping fee of $12.50 refunded", "e2", "e8")])
     )
     grounded = ground_citations(record, EVENTS)
-    # e2 holds A-1001 and stays; e8 holds neither value and goes; for $12.50 the event
-    # holding the most of the item's values wins: the refund call e5 (A-1001 and 12.50).
-    assert grounded.record.facts[0].sources == ["e2", "e5"]
-    assert grounded.corrected_items == 1
+    # e8 (the user's) holds neither value but stays: only agent sources are dropped.
+    assert grounded.record.facts[0].sources == ["e2", "e8", "e5"]
+
+
+def test_grounding_adds_no_agent_turn_that_merely_names_the_same_order() -> None:
+    events = numbered(
+        [
+            user("Your colleague promised me a full refund of $500 by Friday."),
+            agent("Let me look into order A-4411."),
+            user("Yes, it is order A-4411."),
+        ]
+    )
+    record = HandoffRecord.model_validate(
+        handoff("Refund", facts=[item("Full refund of $500 for order A-4411", "e1")])
+    )
+    grounded = ground_citations(record, events)
+    # A-4411 is missing from e1: the agent's e2 names it first but does not say $500, so
+    # the user's own e3 is added instead.
+    assert grounded.record.facts[0].sources == ["e1", "e3"]
 
 
 def test_grounding_never_hides_an_invented_id_or_an_unsupported_value() -> None:
@@ -183,3 +209,16 @@ def test_retry_locations_follow_the_checklist_plan() -> None:
     assert where["$12.50"] == "e7 (the agent's promise)"
     assert where["b-2040"].startswith('e8 (user: "Is my other order B-2040')
     assert plan.text() == checklist(EVENTS, entities)
+
+
+def test_checklist_masks_secrets_in_quoted_promises_and_excerpts() -> None:
+    events = numbered(
+        [
+            user("My order is A-1001 and my PIN is 4821."),
+            agent("I've updated the PIN 4821 on A-1001 and I will email you a receipt."),
+        ]
+    )
+    entities = EntityExtractor().extract(events)
+    text = checklist(events, entities)
+    assert "4821" not in text
+    assert "••••" in text and "A-1001" in text

@@ -11,15 +11,15 @@ from typing import Any
 from agents.events import Event
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session import Session
-from agents.summary.checklist import build_checklist
+from agents.sessions.session import Session
+from agents.summary.aids.checklist import build_checklist
+from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity, EntityExtractor
 from agents.summary.metrics import count_attempt
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.retry import retry_message
 from agents.summary.service import Summary, SummaryService
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
-from agents.summary.validator import ValidationResult, Validator
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import item, refund_events, refund_record
 

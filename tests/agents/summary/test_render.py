@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agents.summary.record import HandoffRecord, label_user_claims
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL, to_json, to_json_text, to_text
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import item, refund_events, refund_record

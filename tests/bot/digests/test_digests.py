@@ -35,17 +35,6 @@ class Clock:
 
 
 @pytest.fixture
-async def slack() -> AsyncIterator[FakeSlackApi]:
-    async with FakeSlackApi() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def client(slack: FakeSlackApi) -> AsyncWebClient:
-    return AsyncWebClient(token="xoxb-test", base_url=slack.url)
-
-
-@pytest.fixture
 async def db(tmp_path: Any) -> AsyncIterator[Database]:
     database = await Database.open(f"sqlite+aiosqlite:///{tmp_path}/digests.db")
     yield database

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from agents.models.scripted import ScriptedModel, json_text
-from agents.session_service import InMemorySessionService
+from agents.sessions.service import InMemorySessionService
+from agents.summary.checks.validator import Validator
 from agents.summary.service import SummaryService
-from agents.summary.validator import Validator
 from bot.evals.dataset import conversation_from_row, load_conversations
 from bot.evals.shadow import ShadowValidator
 from bot.evals.summaries import conversation_session, evaluate, outcome_line, select_every_nth

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.limits import SECTION_TEXT, fit_sections, paged, section
-from bot.slack.mrkdwn import escape, honest_label, markdown_to_mrkdwn, split_message
+from bot.slack.render.limits import SECTION_TEXT, fit_sections, paged, section
+from bot.slack.render.mrkdwn import escape, honest_label, markdown_to_mrkdwn, split_message
 from tests.fakes.slack_limits import METHOD_ARGS
 
 ROOT = Path(__file__).resolve().parents[3]

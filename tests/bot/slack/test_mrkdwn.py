@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.slack.command_args import CommandSyntaxError, parse_handoff_args, parse_thread_link
-from bot.slack.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from agents.events import Event
-from agents.summary.record import HandoffRecord, label_user_claims
+from agents.summary.checks.claims import label_user_claims
+from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL
 from bot.evals.dataset import numbered
-from bot.slack.blocks import digest_message, record_blocks, summary_blocks, unavailable_message
 from bot.slack.message_ts import message_ts
 from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.blocks import (
+    digest_message,
+    record_blocks,
+    summary_blocks,
+    unavailable_message,
+)
 from tests.agents.summary.conftest import item, refund_events, refund_record
 
 EVENTS = numbered(refund_events())

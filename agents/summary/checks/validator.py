@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from pydantic import ValidationError
 
 from agents.events import Event
-from agents.summary.coverage import (
+from agents.summary.aids.grounding import item_values
+from agents.summary.checks.coverage import (
     answering_event,
     deadlines,
     event_content,
@@ -26,8 +27,8 @@ from agents.summary.coverage import (
     promise_covered,
     repetition,
 )
+from agents.summary.checks.goal import goal_problems
 from agents.summary.entities import Entity, EntityExtractor, mentions
-from agents.summary.grounding import item_values
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
@@ -114,8 +115,9 @@ class Validator:
 
     `strict=True` (the default) adds to the seed's checks: cut-off detection, at most
     `max_sources` citations per item, relevance of citations (values and deadlines),
-    possibly-answered open questions, missing agent commitments, a loop detector, and no
-    sensitive values.
+    possibly-answered open questions, missing agent commitments, a loop detector, no
+    sensitive values, and a goal whose values the transcript states and that holds no
+    link (`agents.summary.checks.goal`).
     """
 
     def __init__(
@@ -275,6 +277,9 @@ class Validator:
                 self._check_relevance(path, name, item, cited, content, entities, found)
             if section == "open_questions" and cited:
                 self._check_answered(path, name, item, cited, by_id, events, found)
+        found.problems += goal_problems(
+            record.goal, list(content.values()), self.extractor, entities
+        )
         self._check_recall(record, entities, rendered, found)
         self._check_commitments(record, events, found)
 

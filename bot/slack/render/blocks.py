@@ -12,9 +12,9 @@ from typing import Any
 from agents.events import Event
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.render import CLAIM_LABEL, ORDER
-from bot.slack.limits import sections
-from bot.slack.mrkdwn import escape
 from bot.slack.permalinks import ThreadLinks
+from bot.slack.render.limits import sections
+from bot.slack.render.mrkdwn import escape
 
 Block = dict[str, Any]
 LinkFor = Callable[[Event], "str | None"]
@@ -131,7 +131,7 @@ def home_view() -> dict[str, Any]:
 
 def _section(text: str) -> Block:
     # Never cut here: whoever posts splits an oversize section on line boundaries
-    # (`bot.slack.limits`).
+    # (`bot.slack.render.limits`).
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
@@ -179,7 +179,9 @@ def record_blocks(
         marker = ":handshake: " if section == "commitments" else ""
         blocks.append(_section(f"{marker}*{heading}*\n" + "\n".join(lines)))
     if any(item.user_claim for _, _, item in record.items()):
-        blocks.append(_context(f"_{CLAIM_LABEL}_: supported only by what the user wrote."))
+        blocks.append(
+            _context(f"_{CLAIM_LABEL}_: what the user wrote and no agent or tool stated.")
+        )
     return blocks
 
 

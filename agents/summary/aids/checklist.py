@@ -11,17 +11,18 @@ run before the model call, and their findings follow the fenced transcript as a 
   that supports every value in it, which is exactly what the relevance check asks.
 
 The plan is computed by code from the transcript, so it adds no instruction from the
-conversation itself; sensitive values are never listed, and values the rendering cut
+conversation itself; sensitive values are never listed and are masked in every quote
+(promises, excerpts), and values the rendering cut
 (the model never saw them) are not demanded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agents.events import Event
-from agents.summary.coverage import Promise, event_content, find_promises, sentences
-from agents.summary.entities import Entity, as_entity, mentions
+from agents.summary.checks.coverage import Promise, event_content, find_promises, sentences
+from agents.summary.entities import Entity, as_entity, mask_text, mentions
 
 MAX_LISTED = 40
 MAX_PROMISES = 12
@@ -134,13 +135,20 @@ def build_checklist(
     """The plan for `events`; `visible` is the rendered transcript: values it does not
     show are not demanded."""
     values = demanded_values(entities, visible)
-    promises = find_promises(events)[:MAX_PROMISES]
+    # The checklist quotes agents outside the fence: secrets are masked here as they are
+    # in the transcript, so no PIN or access code reaches the model by this path either.
+    promises = [
+        replace(p, sentence=mask_text(p.sentence, entities))
+        for p in find_promises(events)[:MAX_PROMISES]
+    ]
     in_promises = _values_in_promises(promises, values)
     groups = group_values(events, values, exclude={v for vs in in_promises for v in vs})
     by_id = {event.id: event for event in events}
     return Checklist(
         promises=tuple(zip(promises, map(tuple, in_promises), strict=True)),
-        groups=tuple((g, excerpt(by_id[g.event_id], g.values)) for g in groups),
+        groups=tuple(
+            (g, mask_text(excerpt(by_id[g.event_id], g.values), entities)) for g in groups
+        ),
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.slack.mrkdwn import split_message
+from bot.slack.render.mrkdwn import split_message
 
 Block = dict[str, Any]
 

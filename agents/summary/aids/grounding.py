@@ -8,6 +8,11 @@ such an item's sources to the cited events that do mention its values, plus, for
 value none of them mentions, the event that mentions the most of the item's values
 (earliest first), within the limit of `max_sources` citations.
 
+Grounding never launders a claim: a cited user-derived event (the user's, a hand-off
+note, a compaction summary) is never removed, and an item that cites one gains an agent
+source only when that source mentions every value the item states, so an agent turn
+that merely names the same order cannot make the user's claim read as the agent's.
+
 Grounding never invents support: an item keeps its model citations, and fails
 validation as before, when it cites an id that does not exist, when any of its values
 appears in no event, when covering them would need more than `max_sources` events, or
@@ -24,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.events import Event
-from agents.summary.coverage import event_content
+from agents.summary.checks.coverage import event_content, is_agent_source
 from agents.summary.entities import MASK, Entity, EntityExtractor, mentions
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
@@ -61,10 +66,13 @@ def ground_item(
     content: dict[str, str],
     order: dict[str, int],
     *,
+    agent_ids: frozenset[str],
     max_sources: int = MAX_SOURCES,
 ) -> Item | None:
     """`item` with sources that mention every value, or None when it cannot be grounded
-    (or needs no change)."""
+    (or needs no change). `agent_ids` are the events agents and tools wrote: a cited
+    user-derived event is never removed, and an item that cites one gains an agent
+    source only when that source mentions every value the item states."""
     if not values or any(s not in content for s in item.sources):
         return None  # an invented id is the validator's to report, never silently dropped
     cited = list(item.sources)
@@ -74,12 +82,28 @@ def ground_item(
     where = {v.value: [i for i, text in content.items() if mentions(text, v)] for v in values}
     if any(not events for events in where.values()):
         return None  # a value no event holds: unsupported, leave it to the validator
-    sources = [s for s in cited if any(mentions(content[s], v) for v in values)]
+    from_user = any(s not in agent_ids for s in cited)
+
+    def may_add(event_id: str) -> bool:
+        # An agent turn that merely names the same order must not lend a user's claim
+        # an agent's voice: it has to state everything the item states.
+        return (
+            not from_user
+            or event_id not in agent_ids
+            or all(mentions(content[event_id], v) for v in values)
+        )
+
+    sources = [
+        s for s in cited if s not in agent_ids or any(mentions(content[s], v) for v in values)
+    ]
     for value in missing:
         if any(s in where[value.value] for s in sources):
             continue
+        candidates = [i for i in where[value.value] if may_add(i)]
+        if not candidates:
+            return None
         best = min(
-            where[value.value],
+            candidates,
             key=lambda i: (-sum(i in where[v.value] for v in values), order[i]),
         )
         sources.append(best)
@@ -101,6 +125,7 @@ def ground_citations(
     entities = extractor.extract(events) if entities is None else entities
     content = {event.id: event_content(event) for event in events}
     order = {event.id: index for index, event in enumerate(events)}
+    agent_ids = frozenset(event.id for event in events if is_agent_source(event))
     updates: dict[str, list[Item]] = {}
     corrected = 0
     withheld = 0
@@ -113,7 +138,9 @@ def ground_citations(
                 # transcript, so such an item carries nothing a reader can use.
                 withheld += 1
                 continue
-            grounded = ground_item(item, values, content, order, max_sources=max_sources)
+            grounded = ground_item(
+                item, values, content, order, agent_ids=agent_ids, max_sources=max_sources
+            )
             if grounded is not None:
                 corrected += 1
             items.append(grounded or item)

@@ -12,7 +12,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
+from agents.handoff import HANDOFF_AUTHOR
 
 _STOPWORDS = frozenset(
     """about above after again against also because been before being below between both
@@ -85,14 +87,24 @@ def event_content(event: Event) -> str:
     return "\n".join(chunks)
 
 
+USER_DERIVED_AUTHORS = frozenset({"user", HANDOFF_AUTHOR, COMPACTION_AUTHOR})
+
+
+def is_agent_source(event: Event) -> bool:
+    """An event an agent or a tool wrote: not the user's, not a hand-off note or record,
+    not a compaction summary (people and earlier models wrote those from what the user
+    said)."""
+    return event.author not in USER_DERIVED_AUTHORS and not event.is_compaction
+
+
 def is_agent_text(event: Event) -> bool:
-    """An agent-authored message (not a tool call or result, not a compaction)."""
+    """An agent-authored message (not a tool call or result, not a compaction, not a
+    hand-off note or record: those are people's words, never an agent's)."""
     return (
-        event.author != "user"
+        is_agent_source(event)
         and bool(event.text.strip())
         and not event.function_calls
         and not event.function_responses
-        and not event.is_compaction
     )
 
 

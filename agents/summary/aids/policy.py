@@ -6,10 +6,10 @@ one model gets (the bot decides per model):
 
 - `checklist`: the values and promises the validator will demand follow the transcript;
 - `complete_coverage`: after the draft, one short call per checklist line it missed
-  (`agents.summary.completion`);
+  (`agents.summary.aids.completion`);
 - `ground_citations`: value-bearing items are pointed at the events that hold their
   values, and items that only restate a masked secret are dropped
-  (`agents.summary.grounding`);
+  (`agents.summary.aids.grounding`);
 - `repetition_penalty`: damps repeats in models that loop.
 
 The repairs run on the parsed draft, before validation; every change is counted.
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 from agents.events import Event, Usage
 from agents.models.base import GenerateConfig, Model
+from agents.summary.aids.checklist import Checklist, build_checklist
+from agents.summary.aids.completion import complete_record
+from agents.summary.aids.grounding import ground_citations
 from agents.summary.call import Ask
-from agents.summary.checklist import Checklist, build_checklist
-from agents.summary.completion import complete_record
 from agents.summary.entities import Entity, EntityExtractor
-from agents.summary.grounding import ground_citations
 from agents.summary.record import HandoffRecord
 from agents.summary.transcript import RenderedTranscript
 

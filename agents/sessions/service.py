@@ -8,8 +8,8 @@ from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
 from agents.events import Event, event_seq, latest_compaction
-from agents.session import Session
-from agents.state import split_delta, without_temp
+from agents.sessions.session import Session
+from agents.sessions.state import split_delta, without_temp
 
 
 class SessionNotFoundError(LookupError):

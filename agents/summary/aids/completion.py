@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from agents.events import Event, Usage
 from agents.models.base import GenerateConfig, Model
 from agents.summary.agent import AnswerAgent
+from agents.summary.aids.checklist import demanded_values, excerpt, group_values
 from agents.summary.call import Ask
-from agents.summary.checklist import demanded_values, excerpt, group_values
-from agents.summary.coverage import find_promises, promise_covered
+from agents.summary.checks.coverage import find_promises, promise_covered
 from agents.summary.entities import Entity, as_entity, mask_text, mentions
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript

@@ -1,0 +1,1 @@
+"""Sessions: the session record, its scoped state, and the `SessionService` contract."""

