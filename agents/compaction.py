@@ -218,8 +218,14 @@ class Compactor:
         return summary.strip()
 
 
-def render_window(events: list[Event], *, max_tool_chars: int = 1_000) -> str:
+def render_window(
+    events: list[Event], *, max_tool_chars: int = 1_000, max_text_chars: int = 4_000
+) -> str:
     """A window as plain lines: the previous summary, messages, tool calls and results.
+
+    Each message is clipped to `max_text_chars` and each tool call or result to
+    `max_tool_chars`, so that one oversized turn (a pasted log) still fits the
+    summariser's context and the session keeps compacting.
 
     Fenced like the summary agent's transcript: fence markers inside any text are broken
     up and continuation lines indented, so no message can close the fence or forge a
@@ -233,7 +239,7 @@ def render_window(events: list[Event], *, max_tool_chars: int = 1_000) -> str:
         head = f"[{event.id}] {event.author}"
         for part in event.parts:
             if part.text:
-                lines.append(fenced_line(head, part.text))
+                lines.append(fenced_line(head, _clip(part.text, max_text_chars)))
             elif part.function_call:
                 args = _clip(json.dumps(part.function_call.args, default=str), max_tool_chars)
                 lines.append(fenced_line(f"{head} CALLS {part.function_call.name}", args))
@@ -261,6 +267,7 @@ class LlmEventSummarizer:
         *,
         prompt_template: str = DEFAULT_PROMPT,
         max_tool_chars: int = 1_000,
+        max_text_chars: int = 4_000,
         max_tokens: int = 600,
     ) -> None:
         if "{conversation_history}" not in prompt_template:
@@ -268,10 +275,13 @@ class LlmEventSummarizer:
         self.model = model
         self.prompt_template = prompt_template
         self.max_tool_chars = max_tool_chars
+        self.max_text_chars = max_text_chars
         self.max_tokens = max_tokens
 
     async def summarize_events(self, events: list[Event]) -> Event | None:
-        history = render_window(events, max_tool_chars=self.max_tool_chars)
+        history = render_window(
+            events, max_tool_chars=self.max_tool_chars, max_text_chars=self.max_text_chars
+        )
         prompt = self.prompt_template.replace("{conversation_history}", history)
         response = await self.model.generate(
             LlmRequest(

@@ -53,6 +53,8 @@ class InvocationContext:
     # What the caller passed to `Runner.run_async` for this invocation; plugins read it
     # (a transport's message ids, say), the runtime never does.
     custom_metadata: dict[str, Any] = field(default_factory=dict)
+    # A single message longer than this is clipped in model requests (`agents.history`).
+    max_message_chars: int | None = None
 
     @property
     def app_name(self) -> str:

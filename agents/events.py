@@ -164,3 +164,38 @@ def event_seq(event_id: str) -> int:
 
 def new_invocation_id() -> str:
     return "inv-" + uuid.uuid4().hex[:16]
+
+
+# What a call gets as its result when its invocation was stopped before the tool answered.
+INTERRUPTED_RESPONSE: dict[str, Any] = {"error": "interrupted", "detail": "the run was stopped"}
+
+
+def interrupted_responses(events: Sequence[Event]) -> list[Event]:
+    """One event per function call among `events` that never got its response, answering
+    it as interrupted (same author, invocation and branch as the call).
+
+    A killed or cancelled run leaves such calls behind; compaction never closes a window
+    over one, so without these answers a session would stop compacting for good.
+    """
+    answered = {r.id for e in events for r in e.function_responses}
+    closing: list[Event] = []
+    for event in events:
+        parts = tuple(
+            Part(
+                function_response=FunctionResponse(
+                    id=call.id, name=call.name, response=dict(INTERRUPTED_RESPONSE)
+                )
+            )
+            for call in event.function_calls
+            if call.id not in answered
+        )
+        if parts:
+            closing.append(
+                Event(
+                    author=event.author,
+                    invocation_id=event.invocation_id,
+                    branch=event.branch,
+                    parts=parts,
+                )
+            )
+    return closing

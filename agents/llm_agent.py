@@ -136,9 +136,15 @@ class LlmAgent(BaseAgent):
                 agent_name=self.name,
                 branch=ctx.branch,
                 invocation_id=ctx.invocation_id,
+                max_message_chars=ctx.max_message_chars,
             )
         else:
-            contents = build_contents(ctx.session.events, agent_name=self.name, branch=ctx.branch)
+            contents = build_contents(
+                ctx.session.events,
+                agent_name=self.name,
+                branch=ctx.branch,
+                max_message_chars=ctx.max_message_chars,
+            )
         return LlmRequest(
             model=model.name,
             agent_name=self.name,

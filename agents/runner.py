@@ -50,6 +50,8 @@ class Runner:
     invocation with a final event whose `error_code` says what happened; they never
     escape `run_async`; only a `SessionStoreError` does, since nothing can be stored.
     `plugins` (see `agents.callbacks`) hook into every run, agent, model and tool call.
+    `max_message_chars`, when set, bounds any one message in a model request
+    (`agents.history`); unset, messages go whole (the summariser budgets its own prompt).
     After an invocation completes, the after-invocation hooks (compaction, say) run in
     background tasks, off the reply path.
     """
@@ -65,6 +67,7 @@ class Runner:
         after_invocation: Sequence[AfterInvocationHook] = (),
         max_model_calls: int = 25,
         plugins: Sequence[BasePlugin] = (),
+        max_message_chars: int | None = None,
     ) -> None:
         self.agent = agent
         self.app_name = app_name
@@ -74,6 +77,7 @@ class Runner:
         self.after_invocation = list(after_invocation)
         self.max_model_calls = max_model_calls
         self.plugins = tuple(plugins)
+        self.max_message_chars = max_message_chars
         self._background: set[asyncio.Task[None]] = set()
 
     async def run_async(
@@ -109,6 +113,7 @@ class Runner:
             model_factory=self.model_factory,
             plugins=self.plugins,
             custom_metadata=dict(custom_metadata or {}),
+            max_message_chars=self.max_message_chars,
         )
         user_event = Event(author="user", invocation_id=invocation_id, parts=(Part(text=message),))
         if self.plugins:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from bot.config import Settings
 from bot.logging import configure_logging
@@ -29,10 +30,22 @@ The running bot digests idle threads by itself, every DIGEST_SCAN_SECONDS.
 """
 
 
+def _load_settings() -> Settings:
+    """Settings from the environment; a bad value ends the command with one line each."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        for error in exc.errors():
+            name = str(error["loc"][0]).upper() if error["loc"] else "configuration"
+            message = str(error["msg"]).removeprefix("Value error, ")
+            print(f"support-bot: {name} {message}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def _settings(*, quiet_at_terminal: bool = False) -> Settings:
     """Settings, with JSON logs on stderr. `quiet_at_terminal`: unless LOG_LEVEL is set,
     only warnings are logged when stderr is a terminal (the chat shares that screen)."""
-    settings = Settings()
+    settings = _load_settings()
     level = settings.log_level
     if quiet_at_terminal and "log_level" not in settings.model_fields_set and sys.stderr.isatty():
         level = "WARNING"
@@ -55,16 +68,19 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
 
 
 async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> int:
-    """Open the models and storage, then run `serve` until a signal stops it."""
+    """Open the models and storage, then run `serve` until a signal stops it; on SQLite,
+    marked as running for operator commands that must not race it (`bot.ops.running`)."""
+    from bot.ops.running import bot_running
     from bot.wiring import build_runner, build_summarizer, open_models
     from storage.database import Database
 
-    async with open_models(settings) as models:
-        db = await Database.open(settings.database_url)
-        runner = build_runner(settings, db, models)
-        summarizer = build_summarizer(settings, db, models)
-        # The server closes the database on shutdown.
-        await serve(settings, db=db, runner=runner, summarizer=summarizer)
+    with bot_running(settings.database_url):
+        async with open_models(settings) as models:
+            db = await Database.open(settings.database_url)
+            runner = build_runner(settings, db, models)
+            summarizer = build_summarizer(settings, db, models)
+            # The server closes the database on shutdown.
+            await serve(settings, db=db, runner=runner, summarizer=summarizer)
     return 0
 
 
@@ -78,7 +94,7 @@ def cli(ctx: click.Context) -> int:
     """No subcommand: Socket Mode, else HTTP, else the local chat (DESIGN.md)."""
     if ctx.invoked_subcommand is not None:
         return 0
-    mode = Settings().mode()
+    mode = _load_settings().mode()
     if mode == "socket":
         return run_socket()
     if mode == "http":

@@ -66,11 +66,35 @@ class Settings(BaseSettings):
     compaction_interval: int = 3
     compaction_overlap: int = 1
     port: int = 3000
-    host: str = "0.0.0.0"
+    host: str | None = Field(
+        default=None,
+        description="Interface for /slack/events, /healthz and /metrics (unset: 0.0.0.0 in "
+        "HTTP mode, which Slack must reach; 127.0.0.1 in Socket Mode, which needs no inbound "
+        "traffic, so health and metrics stay private unless opened here).",
+    )
 
     app_name: str = "support_bot"
     bot_answers_other_bots: bool = False
-    max_concurrent_invocations: int = 32
+    max_concurrent_invocations: int = Field(
+        default=32,
+        gt=0,
+        description="Model-bound work at once: replies, commands, shortcuts, digests "
+        "(replies are served first when work waits).",
+    )
+    user_rate_per_minute: float = Field(
+        default=30,
+        gt=0,
+        description="Messages and commands one user may send per minute (a token bucket); "
+        "beyond it the user is told the bot is busy.",
+    )
+    user_rate_burst: int = Field(
+        default=20, gt=0, description="Requests one user may send at once before the rate applies."
+    )
+    max_thread_queue: int = Field(
+        default=25,
+        gt=0,
+        description="Messages waiting in one thread; beyond it the user is told the bot is busy.",
+    )
     shutdown_timeout_seconds: float = 20.0
     chat_write_customize: bool = Field(
         default=False,
@@ -81,6 +105,12 @@ class Settings(BaseSettings):
         description="Web API retries per call (429, 5xx, connection errors): ~90 s of patience.",
     )
     max_message_chars: int = 3000
+    max_model_message_chars: int = Field(
+        default=8000,
+        gt=0,
+        description="A user message longer than this is clipped, with a note, in what the "
+        "model sees (storage keeps it whole).",
+    )
     log_level: str = "INFO"
     heartbeat_seconds: float = Field(
         default=5.0,
@@ -100,6 +130,15 @@ class Settings(BaseSettings):
         "(held by another process) before it is answered anyway.",
     )
 
+    @field_validator("slack_bot_token", "slack_signing_secret", "slack_app_token", "model_api_key")
+    @classmethod
+    def _not_blank(cls, value: SecretStr | None) -> SecretStr | None:
+        # An empty secret is a misconfiguration, not "unset": an empty signing key would
+        # make every forged request verify.
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("is set but empty; unset it or give it a value")
+        return value
+
     @field_validator("support_leads", mode="before")
     @classmethod
     def _parse_leads(cls, value: object) -> object:
@@ -110,6 +149,12 @@ class Settings(BaseSettings):
     def model_post_init(self, __context: object) -> None:
         if not self.slack_api_url.endswith("/"):
             object.__setattr__(self, "slack_api_url", self.slack_api_url + "/")
+
+    def listen_host(self, *, socket_mode: bool) -> str:
+        """Where the web server binds: `host` if set, else by mode (see `host`)."""
+        if self.host is not None:
+            return self.host
+        return "127.0.0.1" if socket_mode else "0.0.0.0"
 
     def mode(self) -> Mode:
         """The start-up mode DESIGN.md prescribes: Socket Mode, HTTP, else the terminal chat."""

@@ -9,8 +9,15 @@ import sys
 import time
 from typing import Any
 
-# Slack tokens (xoxb-, xoxp-, xapp-, ...) and bearer headers never reach a log line.
-_SECRET = re.compile(r"\b(xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)\S+")
+# Slack tokens (xoxb-, xoxp-, xoxe-, xapp-, ...), model API keys (sk-..., sk-ant-...),
+# bearer headers and the password in a URL (postgresql://user:PASSWORD@host) never
+# reach a log line. Groups 1 and 2 are prefixes kept in front of the mask.
+_SECRET = re.compile(
+    r"\b(?:xox[abeposr](?:\.[A-Za-z0-9]+)?-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+"
+    r"|sk-[A-Za-z0-9_-]{8,})"
+    r"|(Bearer\s+)\S+"
+    r"|([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s/@]+(?=@)"
+)
 _STANDARD = set(vars(logging.makeLogRecord({})))
 
 
@@ -36,7 +43,7 @@ def _field(key: str, value: Any) -> Any:
 
 def redact(text: str) -> str:
     """`text` with anything that looks like a Slack token or bearer credential masked."""
-    return _SECRET.sub(lambda m: (m.group(2) or "") + "[redacted]", text)
+    return _SECRET.sub(lambda m: (m.group(1) or m.group(2) or "") + "[redacted]", text)
 
 
 class JsonFormatter(logging.Formatter):

@@ -34,6 +34,8 @@ from agents.tree import build_support_tree
 from bot.config import Settings, secret
 from bot.digests.job import DigestJob, DigestPoster
 from bot.slack.message_ts import SlackTsPlugin
+from bot.threads.admission import PriorityLimit
+from bot.threads.speaker import SpeakerPlugin
 from bot.threads.summaries import Summarizer
 from storage.database import Database
 
@@ -186,7 +188,8 @@ def build_runner(settings: Settings, db: Database, models: Models | None = None)
         session_service=db.sessions,
         model_factory=models.factory,
         after_invocation=[compactor],
-        plugins=[SlackTsPlugin()],
+        plugins=[SlackTsPlugin(), SpeakerPlugin()],
+        max_message_chars=settings.max_model_message_chars,
     )
 
 
@@ -235,10 +238,14 @@ def _summaries_on_local_model(settings: Settings) -> bool:
 
 
 def build_digest_job(
-    settings: Settings, db: Database, summarizer: Summarizer, client: DigestPoster
+    settings: Settings,
+    db: Database,
+    summarizer: Summarizer,
+    client: DigestPoster,
+    limit: PriorityLimit | None = None,
 ) -> DigestJob:
     """The idle-thread digest pass, configured from settings, leasing threads as this
-    process (`process_owner`)."""
+    process (`process_owner`); in a running bot under its shared work `limit`."""
     return DigestJob(
         db=db,
         summarizer=summarizer,
@@ -248,5 +255,6 @@ def build_digest_job(
         concurrency=settings.digest_concurrency,
         lease_seconds=settings.digest_lease_seconds,
         owner=process_owner(),
+        limit=limit,
         dead_after=settings.owner_dead_after_seconds,
     )

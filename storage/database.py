@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.deliveries import DeliveryStore
 from storage.digests import DigestStore
@@ -18,20 +18,11 @@ from storage.errors import (
     DatabaseSchemaError,
     DatabaseUnavailableError,
 )
+from storage.forget import ForgetReport, forget_user
 from storage.inflight import InflightStore
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
 from storage.owners import OwnerStore
-from storage.schema import (
-    digests,
-    events,
-    inflight,
-    memory,
-    sessions,
-    summary_runs,
-    threads,
-    user_state,
-)
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
@@ -89,45 +80,13 @@ class Database:
             return False
         return True
 
-    async def forget_user(self, user_id: str) -> dict[str, int]:
-        """Delete everything that names `user_id` in one transaction: sessions, their
-        events, user state, threads, digests, memory, summary runs and unanswered
-        messages. Returns the number
-        of rows deleted per kind."""
-        session_ids = sa.select(sessions.c.session_id).where(sessions.c.user_id == user_id)
-        session_pks = sa.select(sessions.c.pk).where(sessions.c.user_id == user_id)
-        deletions = {
-            "events": sa.delete(events).where(events.c.session_pk.in_(session_pks)),
-            "summary_runs": sa.delete(summary_runs).where(
-                summary_runs.c.session_id.in_(session_ids)
-            ),
-            "digests": sa.delete(digests).where(
-                sa.or_(digests.c.user_id == user_id, digests.c.source_session_id.in_(session_ids))
-            ),
-            "memory": sa.delete(memory).where(
-                sa.or_(memory.c.user_id == user_id, memory.c.session_id.in_(session_ids))
-            ),
-            "threads": sa.delete(threads).where(
-                sa.or_(threads.c.user_id == user_id, threads.c.session_id.in_(session_ids))
-            ),
-            "user_state": sa.delete(user_state).where(user_state.c.user_id == user_id),
-            # Messages accepted but not yet answered carry the user in their payload.
-            "inflight": sa.delete(inflight).where(
-                inflight.c.message["user"].as_string() == user_id
-            ),
-            # Last: the statements above find the user's rows through it.
-            "sessions": sa.delete(sessions).where(sessions.c.user_id == user_id),
-        }
-
-        async def tx(conn: AsyncConnection) -> dict[str, int]:
-            counts = {}
-            for kind, statement in deletions.items():
-                counts[kind] = (await conn.execute(statement)).rowcount
-            return counts
-
-        counts = await self.gate.write(tx)
-        log.info("forgot user %s: %s", user_id, counts)
-        return counts
+    async def forget_user(self, user_id: str) -> ForgetReport:
+        """Delete everything that names `user_id`, or quotes what they said, in one
+        transaction (see `storage.forget`): rows deleted per kind, and the posted
+        digests that quoted them."""
+        report = await self.gate.write(lambda conn: forget_user(conn, user_id))
+        log.info("forgot user %s: %s", user_id, report.counts)
+        return report
 
     async def close(self) -> None:
         await self.thread_locks.close()

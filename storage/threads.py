@@ -110,6 +110,9 @@ def find_idle_query(
             threads.c.last_activity_at <= now - idle_after,
             sessions.c.last_seq > threads.c.last_digested_seq,
             lease_free(now=now, dead_after=dead_after),
+            # Only a thread the bot has answered at least once (it records the answering
+            # agent): a message that never got a reply has nothing to hand over.
+            threads.c.owner_agent.is_not(None),
         )
         .order_by(threads.c.digest_state, threads.c.last_activity_at)
         .limit(limit)
@@ -255,8 +258,9 @@ class ThreadStore:
     async def find_idle(
         self, *, now: float, idle_after: float, limit: int, dead_after: float | None = None
     ) -> list[ThreadRecord]:
-        """Threads with no activity for `idle_after` seconds, events newer than their last
-        digest, and no live lease (see `lease_free`); least recently active first."""
+        """Threads the bot has answered, with no activity for `idle_after` seconds, events
+        newer than their last digest, and no live lease (see `lease_free`); least recently
+        active first."""
         query = find_idle_query(now=now, idle_after=idle_after, limit=limit, dead_after=dead_after)
 
         async def tx(conn: AsyncConnection) -> list[ThreadRecord]:

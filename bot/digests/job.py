@@ -28,6 +28,7 @@ from agents.summary.record import HandoffRecord, Item
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
 from bot.slack.render.blocks import Block, digest_message, unavailable_message
 from bot.slack.render.limits import post_paged
+from bot.threads.admission import Priority, PriorityLimit
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
 from storage.digests import DigestRow
@@ -93,6 +94,8 @@ class DigestJob:
     """One digest pass over the idle threads (`run_once`); the scheduler repeats it.
 
     `owner` is the process's identity (`bot.wiring.process_owner`), held on each lease.
+    `limit`, in a running bot, is the slot count replies and commands share: a digest
+    holds one of its slots while it summarises, behind any waiting reply.
     `dead_after`: a lease whose owner has not beaten for this long is free (None: only
     expiry frees a lease).
     """
@@ -111,6 +114,7 @@ class DigestJob:
         batch: int = 200,
         dead_after: float | None = None,
         clock: Callable[[], float] = time.time,
+        limit: PriorityLimit | None = None,
     ) -> None:
         self.db = db
         self.summarizer = summarizer
@@ -123,6 +127,8 @@ class DigestJob:
         self.owner = owner
         self.dead_after = dead_after
         self._slots = asyncio.Semaphore(concurrency)
+        # The process's shared work limit, where replies go first (`bot.threads.admission`).
+        self._limit = limit
 
     async def run_once(self) -> list[DigestOutcome]:
         """Digest every idle thread this process can claim; return what happened."""
@@ -148,7 +154,10 @@ class DigestJob:
                 return None
             renewer = asyncio.create_task(self._keep_renewed(thread))
             try:
-                return await self._digest(thread)
+                if self._limit is None:
+                    return await self._digest(thread)
+                async with self._limit.slot(Priority.DIGEST):
+                    return await self._digest(thread)
             except LeaseLost:
                 logger.warning("digest lease of %s lost to a peer", thread.thread_ts)
                 return None

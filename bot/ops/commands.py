@@ -110,17 +110,57 @@ async def _fetch(url: str) -> str:
 
 
 async def forget(settings: Settings, out: TextIO, user_id: str) -> int:
-    """Delete everything stored about `user_id`; print what was deleted."""
+    """Delete everything stored about `user_id`, and the posted digests that quoted
+    them; print what was done. On SQLite, refuses while a bot is running."""
+    from bot.ops.running import BotRunningError, no_bot_running
     from storage.database import Database
 
-    db = await Database.open(settings.database_url)
     try:
-        counts = await db.forget_user(user_id)
-    finally:
-        await db.close()
-    total = sum(counts.values())
+        with no_bot_running(settings.database_url):
+            db = await Database.open(settings.database_url)
+            try:
+                report = await db.forget_user(user_id)
+            finally:
+                await db.close()
+    except BotRunningError as exc:
+        out.write(f"Refused: {exc}\n")
+        return 1
+    total = sum(report.counts.values())
     out.write(f"Deleted {total} rows for user {user_id}:\n")
-    width = max(len(k) for k in counts)
-    for kind, count in counts.items():
+    width = max(len(k) for k in report.counts)
+    for kind, count in report.counts.items():
         out.write(f"  {kind:<{width}}  {count}\n")
-    return 0
+    deleted, failed = await _delete_posted(settings, report.posted_digests)
+    if deleted or failed:
+        out.write(f"Deleted {deleted} posted digests from Slack")
+        out.write(
+            f"; {len(failed)} could not be deleted: {', '.join(failed)}\n" if failed else "\n"
+        )
+    return 0 if not failed else 1
+
+
+async def _delete_posted(settings: Settings, posted: list[str]) -> tuple[int, list[str]]:
+    """chat.delete each posted digest in the lead channel: (deleted, ts not deleted)."""
+    if not posted:
+        return 0, []
+    channel = settings.support_lead_channel
+    if settings.slack_bot_token is None or channel is None:
+        return 0, list(posted)
+    from slack_sdk.errors import SlackApiError
+
+    from bot.slack.client import SlackClient
+
+    slack = SlackClient(settings)
+    deleted, failed = 0, []
+    try:
+        for ts in posted:
+            try:
+                await slack.web.chat_delete(channel=channel, ts=ts)
+                deleted += 1
+            except SlackApiError as exc:
+                if exc.response.get("error") == "message_not_found":
+                    continue
+                failed.append(ts)
+    finally:
+        await slack.close()
+    return deleted, failed

@@ -76,7 +76,10 @@ async def create_services(
         client=slack.web,
         db=db,
         runner=build_runner(settings, db) if runner is None else runner,
-        worker=ThreadWorker(max_concurrent=settings.max_concurrent_invocations),
+        worker=ThreadWorker(
+            max_concurrent=settings.max_concurrent_invocations,
+            max_queue=settings.max_thread_queue,
+        ),
         summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
         owner=process_owner(),
     )
@@ -109,7 +112,7 @@ def build_web_app(
         try:
             body = raw.decode("utf-8")
             ok = payloads.well_formed(payloads.parse(body, request.content_type))
-        except ValueError:  # not UTF-8, not JSON
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, nested past the stack
             ok = False
         if not ok:
             # Signed but malformed: the sender's error, refused before Bolt trips on it.

@@ -27,6 +27,7 @@ from agents.runner import find_agent_to_run
 from bot.slack.message_ts import turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import (
+    BUSY_TEXT,
     FAILURE_TEXT,
     INTERRUPTED_TEXT,
     THINKING_TEXT,
@@ -39,7 +40,7 @@ from bot.slack.render.blocks import (
 from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
 from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
-from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
+from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
 from storage.inflight import InflightKey
 from storage.threads import ThreadKey, ThreadRecord
 
@@ -47,6 +48,9 @@ log = logging.getLogger(__name__)
 
 REGISTRY.describe(
     "support_bot_invocation_failures_total", "counter", "Messages answered with a failure notice"
+)
+REGISTRY.describe(
+    "support_bot_busy_refusals_total", "counter", "Messages refused over a rate or queue cap"
 )
 
 
@@ -130,6 +134,26 @@ class SlackReplier:
         )
         await self._answer(key, msg, record)
 
+    async def refuse_busy(self, msg: IncomingMessage) -> None:
+        """Say "busy, try again shortly" in the message's thread and let it go (over the
+        user's rate or the thread's queue cap); never raises."""
+        REGISTRY.inc("support_bot_busy_refusals_total")
+        key = thread_key(msg)
+        try:
+            await self.s.client.chat_postMessage(
+                channel=key.channel_id,
+                thread_ts=key.thread_ts,
+                text=BUSY_TEXT,
+                blocks=notice_blocks(BUSY_TEXT),
+                **NO_UNFURL,
+            )
+        except Exception:
+            log.exception("could not post busy notice", extra=_thread(key))
+        try:
+            await self.s.db.inflight.finish(inflight_key(msg), owner=self.s.owner)
+        except Exception:
+            log.exception("could not clear in-flight message", extra=_thread(key))
+
     def _should_answer(self, msg: IncomingMessage, record: ThreadRecord | None) -> bool:
         if msg.is_dm or msg.mentioned:
             return True
@@ -158,17 +182,30 @@ class SlackReplier:
                 text=msg.text,
                 invocation_id=invocation_id,
                 metadata=turn_metadata(msg.ts, placeholder_ts),
+                speaker=msg.user,
             )
         except asyncio.CancelledError:
-            await asyncio.shield(
-                self.fail(key, tracked, placeholder_ts, "interrupted", INTERRUPTED_TEXT)
-            )
+            await asyncio.shield(self._interrupted(key, tracked, placeholder_ts, record))
             raise
         except Exception:
             log.exception("invocation failed", extra={"slack_thread": key.thread_ts})
             await self.fail(key, tracked, placeholder_ts, "bot_error", FAILURE_TEXT)
             return
         await self.conclude(key, tracked, placeholder_ts, outcome)
+
+    async def _interrupted(
+        self,
+        key: ThreadKey,
+        tracked: InflightKey,
+        placeholder_ts: str | None,
+        record: ThreadRecord,
+    ) -> None:
+        """A cancelled turn (shutdown): answer its open tool calls, then tell the thread."""
+        try:
+            await close_interrupted_calls(self.s.db, record)
+        except Exception:
+            log.exception("could not close interrupted calls", extra=_thread(key))
+        await self.fail(key, tracked, placeholder_ts, "interrupted", INTERRUPTED_TEXT)
 
     async def conclude(
         self, key: ThreadKey, tracked: InflightKey, placeholder_ts: str | None, outcome: TurnOutcome

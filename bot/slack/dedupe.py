@@ -45,11 +45,21 @@ class RecentKeys:
 
 
 class DeliveryFilter:
-    """Drops a delivery seen before, by event id or by (channel, ts)."""
+    """Drops a delivery seen before: an event by event id or by (channel, ts), a
+    command or interaction by trigger id."""
 
     def __init__(self, capacity: int = 20_000) -> None:
         self._events = RecentKeys(capacity)
         self._messages = RecentKeys(capacity)
+        self._requests = RecentKeys(capacity)
+
+    def first_request(self, trigger_id: str) -> bool:
+        """True the first time a command, shortcut or view submission (by its trigger
+        id, unique per request) is seen; counts the duplicates it drops."""
+        if self._requests.first(trigger_id):
+            return True
+        REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="request")
+        return False
 
     def first(self, *, event_id: str | None, channel: str, ts: str) -> bool:
         """True for a delivery not seen before; counts the duplicates it drops."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.response import BoltResponse
 
 from bot.slack.actions import REFUSAL, Reply, ThreadActions
 from bot.slack.command_args import (
@@ -16,10 +17,11 @@ from bot.slack.command_args import (
     parse_handoff_args,
     parse_summary_args,
 )
-from bot.slack.conversation import SlackReplier
+from bot.slack.conversation import SlackReplier, thread_key
 from bot.slack.messages import parse_message
-from bot.slack.render.blocks import handoff_modal, home_view, refusal_modal
+from bot.slack.render.blocks import BUSY_TEXT, handoff_modal, home_view, refusal_modal
 from bot.slack.services import BotServices
+from bot.threads.admission import Priority, UserRate
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,18 @@ def register(app: AsyncApp, services: BotServices) -> None:
     thread_replier = SlackReplier(services)
     actions = ThreadActions(services)
     worker = services.worker
+    settings = services.settings
+    rate = UserRate(per_minute=settings.user_rate_per_minute, burst=settings.user_rate_burst)
+
+    @app.middleware
+    async def once_per_request(body: dict[str, Any], next: Any) -> BoltResponse | None:
+        # Commands, shortcuts and view submissions carry a trigger id unique to the
+        # request: a replayed (or redelivered) copy is acknowledged and dropped.
+        trigger = body.get("trigger_id") if isinstance(body, dict) else None
+        if isinstance(trigger, str) and not services.deliveries.first_request(trigger):
+            return BoltResponse(status=200, body="")
+        await next()
+        return None
 
     async def on_message(
         body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
@@ -49,6 +63,14 @@ def register(app: AsyncApp, services: BotServices) -> None:
         )
         if msg is None:
             return
+        key = (msg.team_id, msg.channel, msg.root_ts)
+        if not (msg.is_dm or msg.mentioned or worker.has_work(key)):
+            # Unaddressed channel chatter: only an active thread's follow-ups are taken
+            # (or one whose first message is still queued here), and nothing is written
+            # for the rest.
+            record = await services.db.threads.get(thread_key(msg))
+            if record is None or record.status != "active":
+                return
         delivery: dict[str, Any] = {"event_id": msg.event_id, "channel": msg.channel, "ts": msg.ts}
         if not services.deliveries.first(**delivery):
             return
@@ -62,10 +84,12 @@ def register(app: AsyncApp, services: BotServices) -> None:
         if not accepted:
             return
         # Shutting down: the message stays accepted and the next start-up answers it.
-        if not worker.closed:
-            worker.submit(
-                (msg.team_id, msg.channel, msg.root_ts), lambda: thread_replier.handle(msg)
-            )
+        if worker.closed:
+            return
+        if not worker.has_room(key) or not rate.allow(msg.user):
+            worker.spawn(thread_replier.refuse_busy(msg))
+            return
+        worker.submit(key, lambda: thread_replier.handle(msg))
 
     app.event("app_mention")(on_message)
     app.event("message")(on_message)
@@ -95,15 +119,19 @@ def register(app: AsyncApp, services: BotServices) -> None:
         except CommandSyntaxError as exc:
             await ack(text=str(exc))
             return
+        if not rate.allow(user):
+            await ack(text=BUSY_TEXT)
+            return
         await ack(text="Summarising…")
-        worker.spawn(
+        worker.run(
             actions.summarize(
                 team_id=team,
                 user=user,
                 ref=args.thread,
                 public=args.public,
                 reply=replier(respond),
-            )
+            ),
+            Priority.COMMAND,
         )
 
     async def on_handoff(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
@@ -116,8 +144,11 @@ def register(app: AsyncApp, services: BotServices) -> None:
         except CommandSyntaxError as exc:
             await ack(text=str(exc))
             return
+        if not rate.allow(user):
+            await ack(text=BUSY_TEXT)
+            return
         await ack(text="Handing off…")
-        worker.spawn(
+        worker.run(
             actions.handoff(
                 team_id=team,
                 user=user,
@@ -126,7 +157,8 @@ def register(app: AsyncApp, services: BotServices) -> None:
                 agent=args.agent,
                 note=args.note,
                 reply=replier(respond),
-            )
+            ),
+            Priority.COMMAND,
         )
 
     app.command("/summary")(on_summary)
@@ -140,10 +172,13 @@ def register(app: AsyncApp, services: BotServices) -> None:
         if where is None:
             return
         team, user, ref = where
-        worker.spawn(
-            actions.summarize(
-                team_id=team, user=user, ref=ref, public=False, reply=replier(respond)
-            )
+        reply = replier(respond)
+        if not rate.allow(user):
+            await respond(text=BUSY_TEXT, response_type="ephemeral", replace_original=False)
+            return
+        worker.run(
+            actions.summarize(team_id=team, user=user, ref=ref, public=False, reply=reply),
+            Priority.COMMAND,
         )
 
     async def on_handoff_shortcut(ack: AsyncAck, shortcut: dict[str, Any]) -> None:
@@ -153,6 +188,8 @@ def register(app: AsyncApp, services: BotServices) -> None:
         if where is None or not isinstance(trigger, str):
             return
         team, user, ref = where
+        if not rate.allow(user):
+            return
 
         async def open_modal() -> None:
             # Authorise before showing anything: a refused user never sees agent names.
@@ -164,7 +201,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
                 view = handoff_modal(private_metadata=json.dumps(meta), agents=agents)
             await services.client.views_open(trigger_id=trigger, view=view)
 
-        worker.spawn(open_modal())
+        worker.run(open_modal(), Priority.COMMAND)
 
     app.shortcut(SUMMARY_SHORTCUT)(on_summary_shortcut)
     app.shortcut(HANDOFF_SHORTCUT)(on_handoff_shortcut)
@@ -193,7 +230,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
                 channel=ref.channel, user=user, thread_ts=ref.thread_ts, text=text, blocks=blocks
             )
 
-        worker.spawn(
+        worker.run(
             actions.handoff(
                 team_id=meta["team"],
                 user=user,
@@ -202,7 +239,8 @@ def register(app: AsyncApp, services: BotServices) -> None:
                 agent=agent,
                 note=note,
                 reply=reply,
-            )
+            ),
+            Priority.COMMAND,
         )
 
     app.view(HANDOFF_MODAL)(on_handoff_submit)

@@ -34,7 +34,8 @@ from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
-from bot.threads.turn import TurnOutcome
+from bot.threads.speaker import SPEAKER_ID
+from bot.threads.turn import TurnOutcome, close_interrupted_calls
 from storage.inflight import InflightRecord
 from storage.threads import ThreadKey
 
@@ -116,8 +117,11 @@ class Resumer:
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
         if outcome.answered:
             await self.replier.conclude(key, row.key, placeholder, outcome)
-        else:
-            await self.replier.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
+            return
+        record = await self.s.db.threads.get(key)
+        if record is not None:
+            await close_interrupted_calls(self.s.db, record)
+        await self.replier.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
 
     async def _events_with_user_message(self, key: ThreadKey, row: InflightRecord) -> list[Event]:
         """The session's events, after storing the user's message if the crash beat it."""
@@ -135,7 +139,7 @@ class Resumer:
                     author="user",
                     invocation_id=row.invocation_id or "recovered",
                     parts=(Part(text=text),),
-                    custom_metadata={SLACK_TS: row.message_ts},
+                    custom_metadata=_user_metadata(row),
                 ),
             )
             events.append(stored)
@@ -173,3 +177,12 @@ class Resumer:
             ):
                 return str(message["ts"])
         return None
+
+
+def _user_metadata(row: InflightRecord) -> dict[str, Any]:
+    """The recovered user event's metadata: its Slack ts and who sent it."""
+    metadata: dict[str, Any] = {SLACK_TS: row.message_ts}
+    speaker = row.message.get("user")
+    if isinstance(speaker, str) and speaker:
+        metadata[SPEAKER_ID] = speaker
+    return metadata

@@ -37,17 +37,23 @@ async def wait_for_signal() -> None:
 
 
 async def run_web(
-    web_app: web.Application, settings: Settings, stop: Awaitable[None] | None = None
+    web_app: web.Application,
+    settings: Settings,
+    stop: Awaitable[None] | None = None,
+    *,
+    socket_mode: bool = False,
 ) -> None:
-    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes.
+    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes;
+    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`).
 
     aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
     """
     runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
+    host = settings.listen_host(socket_mode=socket_mode)
+    site = web.TCPSite(runner, host, settings.port)
     await site.start()
-    log.info("listening", extra={"port": settings.port})
+    log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
     finally:
@@ -91,7 +97,7 @@ async def serve_socket(
         services, bolt, http_events=False, extra_health=handler.client.is_connected, on_close=close
     )
     await handler.connect_async()
-    await run_web(web_app, settings)
+    await run_web(web_app, settings, socket_mode=True)
 
 
 def socket_handler(
@@ -105,8 +111,14 @@ def socket_handler(
 
 def start_jobs(services: BotServices) -> AsyncIOScheduler:
     """The digest scheduler, delivery expiry, and the heartbeat with its takeover sweep,
-    on this process's event loop."""
-    job = build_digest_job(services.settings, services.db, services.summarizer, services.client)
+    on this process's event loop; digests share the worker's slots (replies first)."""
+    job = build_digest_job(
+        services.settings,
+        services.db,
+        services.summarizer,
+        services.client,
+        limit=services.worker.limit,
+    )
     scheduler = start_scheduler(services.settings, services.db, job)
     add_heartbeat(scheduler, services)
     return scheduler

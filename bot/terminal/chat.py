@@ -123,7 +123,11 @@ class TerminalChat:
         """Run one user message through the runner and print the owning agent's reply."""
         record = await self._current_thread()
         outcome = await run_turn(
-            self.ctx.runner, user_id=record.user_id, session_id=record.session_id, text=text
+            self.ctx.runner,
+            user_id=record.user_id,
+            session_id=record.session_id,
+            text=text,
+            speaker=self.user_id,
         )
         if outcome.transfers:
             self.say(transfer_line(outcome.transfers))

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.events import Event
+from agents.events import Event, interrupted_responses
 from agents.runner import Runner
+from bot.threads.speaker import SPEAKER_ID
 from storage.database import Database
 from storage.threads import ThreadKey, ThreadRecord
 
@@ -90,6 +91,19 @@ async def ensure_thread(
     return record
 
 
+async def close_interrupted_calls(db: Database, record: ThreadRecord) -> int:
+    """Answer every tool call in the thread's session that a kill or a cancel left
+    without a result (`agents.events.interrupted_responses`), so compaction resumes;
+    returns how many events were added."""
+    session = await db.sessions.of_thread(record)
+    if session is None:
+        return 0
+    closing = interrupted_responses(session.events)
+    for event in closing:
+        await db.sessions.append_event(session, event)
+    return len(closing)
+
+
 async def run_turn(
     runner: Runner,
     *,
@@ -98,19 +112,25 @@ async def run_turn(
     text: str,
     invocation_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    speaker: str | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
 
     `metadata` is the transport's data for this invocation (the runner's `custom_metadata`,
     read by its plugins): Slack passes its message ids, which `SlackTsPlugin` records on the
-    events for citations; the terminal passes nothing.
+    events for citations; the terminal passes nothing. `speaker` is the id of the person
+    who sent `text` (which may not be the session's `user_id`), recorded on the user
+    event by `SpeakerPlugin`.
     """
+    custom = dict(metadata or {})
+    if speaker:
+        custom[SPEAKER_ID] = speaker
     outcome = TurnOutcome()
     async for event in runner.run_async(
         user_id=user_id,
         session_id=session_id,
         message=text,
-        custom_metadata=dict(metadata or {}),
+        custom_metadata=custom,
         invocation_id=invocation_id,
     ):
         outcome.observe(event)

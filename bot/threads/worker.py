@@ -1,4 +1,4 @@
-"""Background work: per-thread ordered queues under one global concurrency limit."""
+"""Background work: per-thread ordered queues under one shared concurrency limit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
+
+from bot.threads.admission import Priority, PriorityLimit
 
 log = logging.getLogger(__name__)
 
@@ -20,14 +22,17 @@ class WorkerClosedError(RuntimeError):
 class ThreadWorker:
     """Runs jobs in background tasks that it keeps references to.
 
-    Jobs with the same key (a Slack thread) run one at a time in submission order;
-    different keys run concurrently, at most `max_concurrent` jobs at once overall.
+    Jobs with the same key (a Slack thread) run one at a time in submission order, at
+    most `max_queue` of them waiting or running per key; different keys run
+    concurrently. Thread jobs and `run` work (commands, shortcuts, digests) share one
+    `PriorityLimit` of `max_concurrent` slots, thread replies first.
     `drain()` stops intake, lets in-flight work finish within a timeout, then cancels
     what is left (each job handles its own cancellation, e.g. by telling the user).
     """
 
-    def __init__(self, *, max_concurrent: int) -> None:
-        self._limit = asyncio.Semaphore(max_concurrent)
+    def __init__(self, *, max_concurrent: int, max_queue: int | None = None) -> None:
+        self.limit = PriorityLimit(max_concurrent)
+        self._max_queue = max_queue
         self._queues: dict[Hashable, deque[Job]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -41,8 +46,19 @@ class ThreadWorker:
         """Jobs queued or running, plus loose tasks."""
         return sum(len(q) for q in self._queues.values()) + len(self._tasks)
 
+    def has_work(self, key: Hashable) -> bool:
+        """True while jobs for `key` are queued or running."""
+        return key in self._queues
+
+    def has_room(self, key: Hashable) -> bool:
+        """True while `key`'s queue is below `max_queue`."""
+        queue = self._queues.get(key)
+        return self._max_queue is None or queue is None or len(queue) < self._max_queue
+
     def submit(self, key: Hashable, job: Job) -> None:
-        """Queue `job` behind earlier jobs for `key`. Never blocks."""
+        """Queue `job` behind earlier jobs for `key`. Never blocks; callers that must
+        respect `max_queue` ask `has_room` first (recovery does not: its work was
+        already accepted)."""
         if self._closed:
             raise WorkerClosedError("shutting down")
         queue = self._queues.get(key)
@@ -51,6 +67,19 @@ class ThreadWorker:
             return
         self._queues[key] = deque([job])
         self.spawn(self._drain_key(key))
+
+    def run(self, coro: Coroutine[Any, Any, Any], priority: Priority) -> asyncio.Task[Any]:
+        """Run `coro` in a tracked task once it holds a slot of the shared limit."""
+
+        async def limited() -> Any:
+            async with self.limit.slot(priority):
+                return await coro
+
+        try:
+            return self.spawn(limited())
+        except WorkerClosedError:
+            coro.close()
+            raise
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` in a tracked task (kept alive until done, awaited on drain)."""
@@ -72,7 +101,7 @@ class ThreadWorker:
         try:
             while queue:
                 job = queue[0]
-                async with self._limit:
+                async with self.limit.slot(Priority.REPLY):
                     try:
                         await job()
                     except asyncio.CancelledError:

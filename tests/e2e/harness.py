@@ -21,6 +21,7 @@ from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
+from bot.threads.speaker import SpeakerPlugin
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -87,7 +88,8 @@ class BotHarness:
             app_name=config.app_name,
             session_service=db.sessions,
             after_invocation=hooks,
-            plugins=[SlackTsPlugin()],
+            plugins=[SlackTsPlugin(), SpeakerPlugin()],
+            max_message_chars=config.max_model_message_chars,
         )
         services, client = await create_services(
             config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
@@ -165,7 +167,7 @@ class BotHarness:
                 "user_id": user,
                 "command": command,
                 "text": text,
-                "trigger_id": "trig1",
+                "trigger_id": f"trig{next(self._events)}",
                 "response_url": f"{self.slack.response_url_base}{next(self._events)}",
                 "api_app_id": "A1",
             }
@@ -183,7 +185,7 @@ class BotHarness:
         return {
             "type": "message_action",
             "callback_id": callback_id,
-            "trigger_id": "trig2",
+            "trigger_id": f"trig{next(self._events)}",
             "team": {"id": TEAM},
             "user": {"id": user},
             "channel": {"id": channel},

@@ -26,6 +26,7 @@ from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import run_web
+from bot.threads.speaker import SpeakerPlugin
 from storage.database import Database
 
 
@@ -49,7 +50,7 @@ async def serve() -> None:
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=model_factory,
-        plugins=[SlackTsPlugin()],
+        plugins=[SlackTsPlugin(), SpeakerPlugin()],
     )
     services, slack = await create_services(
         settings, db=db, runner=runner, summarizer=object(), retry_backoff=0.05

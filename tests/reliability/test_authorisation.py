@@ -33,6 +33,7 @@ async def test_authorisation_non_member_is_refused_every_way_and_nothing_leaks(
         db=db,
         summarizer=SummaryService(summary_model),
         support_lead_channel="CLEAD",
+        user_rate_burst=1_000,  # every attempt must reach the authorisation check
     )
     try:
         slack.add_message("CSECRET", ts=SECRET_ROOT, text=SECRET, user="U9")
@@ -72,7 +73,7 @@ async def test_authorisation_non_member_is_refused_every_way_and_nothing_leaks(
                     "user": {"id": "U1"},
                     "api_app_id": "A1",
                     "token": "legacy",
-                    "trigger_id": "t",
+                    "trigger_id": f"t{attempts}",
                     "view": {
                         "id": "V1",
                         "type": "modal",

@@ -61,6 +61,8 @@ def bot_env(slack: FakeSlackApi, openai: FakeOpenAIServer, db_file: Path) -> dic
         "PORT": str(free_port()),
         "HOST": "127.0.0.1",
         "MAX_CONCURRENT_INVOCATIONS": "200",
+        # Load from one user, not the per-user rate, is under test here.
+        "USER_RATE_BURST": "100000",
         "LOG_LEVEL": "WARNING",
     }
 

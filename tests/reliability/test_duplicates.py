@@ -70,7 +70,10 @@ async def test_duplicates_500_events_delivered_up_to_4_times_give_500_replies(
     model = EchoModel()
     db = await open_database(tmp_path)
     try:
-        first = await BotHarness.start(slack, agent=echo_tree(model), db=db, summarizer=object())
+        # Load from one user, not the per-user rate, is under test here.
+        first = await BotHarness.start(
+            slack, agent=echo_tree(model), db=db, summarizer=object(), user_rate_burst=100_000
+        )
         for start in range(0, EVENTS, 25):
             batch = items[start : start + 25]
             results = await asyncio.gather(*(deliver_before_restart(first, i) for i in batch))
@@ -78,7 +81,9 @@ async def test_duplicates_500_events_delivered_up_to_4_times_give_500_replies(
         await first.idle(120)  # a liveness bound, not a timing target: CI machines are noisy
         await first.stop()
 
-        second = await BotHarness.start(slack, agent=echo_tree(model), db=db, summarizer=object())
+        second = await BotHarness.start(
+            slack, agent=echo_tree(model), db=db, summarizer=object(), user_rate_burst=100_000
+        )
         late = [i for i in items if i["mode"] == "after_restart" and i["copies"] > 1]
         for item in late:
             for n in range(1, item["copies"]):

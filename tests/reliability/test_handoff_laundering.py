@@ -59,6 +59,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[tuple[BotHarness, AgentModel]]:
             summarizer=SummaryService(AgentModel(), aids=SmallModelAids(ground_citations=True)),
             compaction_model=model,
             support_lead_channel="CLEAD",
+            user_rate_burst=1_000,  # every attempt must reach the checks under test
         )
         try:
             yield harness, model

@@ -159,6 +159,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[tuple[BotHarness, AgentModel, Gul
             summarizer=SummaryService(summarizer, aids=aids),
             compaction_model=model,
             support_lead_channel="CLEAD",
+            user_rate_burst=1_000,  # one user's 140 messages: content, not rate, is under test
         )
         try:
             yield harness, model, summarizer

@@ -109,7 +109,10 @@ async def test_model_faults_30_percent_failures_end_every_thread_cleanly(
     chosen_by_request: list[str] = []
     openai.add(*[faulty_model(random.Random(30), chosen_by_request)] * 5_000)
     db = await open_database(tmp_path)
-    bot = await BotHarness.start(slack, agent=tree(openai), db=db, summarizer=object())
+    # Model faults, not one user's rate, are under test.
+    bot = await BotHarness.start(
+        slack, agent=tree(openai), db=db, summarizer=object(), user_rate_burst=1_000
+    )
     roots = [slack.next_ts() for _ in range(THREADS)]
     try:
         sends = [bot.send_event(dm(f"q{i}", ts=ts)) for i, ts in enumerate(roots)]

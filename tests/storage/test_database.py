@@ -89,9 +89,11 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
     await _populate(db, KEEP, "kept")
     before = await _rows_naming(db, KEEP)
 
-    counts = await db.forget_user(USER)
+    counts = (await db.forget_user(USER)).counts
 
     assert counts == {
+        "spoken_events": 0,
+        "compactions": 0,
         "events": 2,
         "summary_runs": 1,
         "digests": 2,
@@ -107,4 +109,4 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
     kept = await db.sessions.get_session(app_name="app", user_id=KEEP, session_id="kept-s1")
     assert kept is not None and len(kept.events) == 2
     assert kept.state == {"user:lang": "en", "user:seen": True, "app:count": 1}
-    assert await db.forget_user(USER) == dict.fromkeys(counts, 0)
+    assert (await db.forget_user(USER)).counts == dict.fromkeys(counts, 0)

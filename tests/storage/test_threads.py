@@ -16,13 +16,21 @@ def _key(ts: str) -> ThreadKey:
     return ThreadKey(team_id="T1", channel_id="C1", thread_ts=ts)
 
 
-async def _thread(db: Database, ts: str, *, events: int, last_activity_at: float) -> ThreadKey:
-    """A thread whose session holds `events` events and was last active then."""
+async def _thread(
+    db: Database, ts: str, *, events: int, last_activity_at: float, answered: bool = True
+) -> ThreadKey:
+    """A thread whose session holds `events` events and was last active then; `answered`
+    when the bot has replied in it."""
     session = await db.sessions.create_session(app_name="app", user_id="u1", session_id=f"s{ts}")
     for _ in range(events):
         await db.sessions.append_event(session, Event(author="user"))
     await db.threads.create(
-        _key(ts), session_id=session.id, app_name="app", user_id="u1", now=last_activity_at
+        _key(ts),
+        session_id=session.id,
+        app_name="app",
+        user_id="u1",
+        owner_agent="support" if answered else None,
+        now=last_activity_at,
     )
     return _key(ts)
 
@@ -81,6 +89,7 @@ async def test_thread_find_idle_picks_quiet_undigested_unleased_threads(db: Data
     digested = await _thread(db, "5.0", events=2, last_activity_at=old)
     leased = await _thread(db, "6.0", events=1, last_activity_at=old)
     expired = await _thread(db, "7.0", events=1, last_activity_at=old + 1)
+    await _thread(db, "8.0", events=2, last_activity_at=old, answered=False)  # never answered
 
     assert await db.threads.claim(digested, owner="w", now=NOW - 100, lease_seconds=10)
     assert await db.threads.release(digested, owner="w", digested_seq=2, digest_id=1)

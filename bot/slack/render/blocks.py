@@ -30,6 +30,8 @@ FAILURE_TEXT = (
     "Sorry, I couldn't answer this one. Your message is saved and a person from the "
     "support team will follow up here."
 )
+# Answer to a request over a named limit (a user's rate, a thread's queue cap).
+BUSY_TEXT = "I'm busy right now and didn't take that message. Please try again shortly."
 INTERRUPTED_TEXT = (
     "I was restarted before I could answer. Your message is saved and a person from the "
     "support team will follow up here."

@@ -49,7 +49,12 @@ async def seed_thread(
         await db.sessions.append_event(session, event)
     key = ThreadKey(team_id="T1", channel_id=channel, thread_ts=thread_ts)
     await db.threads.create(
-        key, session_id=session.id, app_name="support", user_id=session.user_id, now=now
+        key,
+        session_id=session.id,
+        app_name="support",
+        user_id=session.user_id,
+        owner_agent="support_supervisor",  # answered: only answered threads get digests
+        now=now,
     )
     return key
 

@@ -1,0 +1,101 @@
+"""Named limits on work: one shared slot count (replies first) and a per-user rate.
+
+Every piece of model-bound work — a reply, a command, a shortcut, a digest — holds a slot
+of one `PriorityLimit` while it runs, so `MAX_CONCURRENT_INVOCATIONS` bounds them all
+together. When slots are short, waiting replies go before waiting digests: a person in
+a thread is waiting for the one, nobody for the other. `UserRate` is a token bucket per
+user that callers ask before they accept a message or command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from enum import IntEnum
+
+
+class Priority(IntEnum):
+    """Who goes first when slots are short (lower first)."""
+
+    REPLY = 0
+    COMMAND = 1
+    DIGEST = 2
+
+
+class PriorityLimit:
+    """A semaphore whose waiters are served by `Priority`, then in arrival order."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        """Work queued for a slot."""
+        return sum(1 for *_, fut in self._waiters if not fut.done())
+
+    @asynccontextmanager
+    async def slot(self, priority: Priority) -> AsyncIterator[None]:
+        """Hold one slot for the duration of the block."""
+        await self._acquire(priority)
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self, priority: Priority) -> None:
+        if self._free > 0 and not self.waiting:
+            self._free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (int(priority), next(self._order), fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            # Granted just as it was cancelled: hand the slot on rather than leak it.
+            if fut.done() and not fut.cancelled():
+                self._release()
+            raise
+
+    def _release(self) -> None:
+        while self._waiters:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._free += 1
+
+
+class UserRate:
+    """A token bucket per user: `burst` requests at once, then `per_minute` a minute."""
+
+    def __init__(
+        self,
+        *,
+        per_minute: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        capacity: int = 50_000,
+    ) -> None:
+        self._rate = per_minute / 60.0
+        self._burst = float(burst)
+        self._clock = clock
+        self._capacity = capacity
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def allow(self, user: str) -> bool:
+        """Take one token from `user`'s bucket; False when it is empty."""
+        now = self._clock()
+        tokens, last = self._buckets.pop(user, (self._burst, now))
+        tokens = min(self._burst, tokens + (now - last) * self._rate)
+        allowed = tokens >= 1.0
+        self._buckets[user] = (tokens - 1.0 if allowed else tokens, now)
+        if len(self._buckets) > self._capacity:
+            # The least recently seen user (dicts keep insertion order) starts afresh.
+            del self._buckets[next(iter(self._buckets))]
+        return allowed

@@ -1,0 +1,116 @@
+"""Deleting one person's data: what they own, what they said, and what quotes it.
+
+A thread's session belongs to whoever posted first, but anyone may write in it: each
+user event carries its sender's id under `SPEAKER_ID` in `custom_metadata` (the bot's
+`SpeakerPlugin` sets it). Forgetting a user therefore deletes
+
+- everything they own: their sessions (with every event), threads, user state, memory,
+  digests and summary runs, and their unanswered in-flight messages;
+- every turn they spoke in someone else's session: their message and the events of the
+  same invocation (the reply to it, tool calls and results that may repeat it);
+- in each session touched this way, whatever was derived from the whole session and so
+  may quote them: compaction summaries, digests, memory and summary runs.
+
+The Slack messages of the deleted digests are returned, so that the caller can delete
+them from the lead channel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agents.compaction import COMPACTION_AUTHOR
+from storage.schema import (
+    digests,
+    events,
+    inflight,
+    memory,
+    sessions,
+    summary_runs,
+    threads,
+    user_state,
+)
+
+# The user event's metadata key naming who sent it (`bot.threads.speaker` writes it).
+SPEAKER_ID = "speaker_id"
+
+
+@dataclass
+class ForgetReport:
+    """Rows deleted per kind, and the posted digests (lead-channel ts) they quoted."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    posted_digests: list[str] = field(default_factory=list)
+
+
+async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
+    """Delete everything that names or quotes `user_id`, inside the caller's transaction."""
+    report = ForgetReport()
+    owned = sa.select(sessions.c.pk).where(sessions.c.user_id == user_id)
+    spoken = (
+        await conn.execute(
+            sa.select(events.c.session_pk, events.c.invocation_id).where(
+                events.c.custom_metadata[SPEAKER_ID].as_string() == user_id,
+                events.c.session_pk.not_in(owned),
+            )
+        )
+    ).all()
+    touched_pks = sorted({pk for pk, _ in spoken})
+    touched_ids = [
+        sid
+        for (sid,) in await conn.execute(
+            sa.select(sessions.c.session_id).where(sessions.c.pk.in_(touched_pks))
+        )
+    ]
+    owned_ids = sa.select(sessions.c.session_id).where(sessions.c.user_id == user_id)
+    cited = sa.or_(
+        digests.c.user_id == user_id,
+        digests.c.source_session_id.in_(owned_ids),
+        digests.c.source_session_id.in_(touched_ids),
+    )
+    report.posted_digests = [
+        ts
+        for (ts,) in await conn.execute(
+            sa.select(digests.c.slack_ts).where(cited, digests.c.slack_ts.is_not(None))
+        )
+    ]
+    turns = sa.tuple_(events.c.session_pk, events.c.invocation_id).in_(
+        [(pk, inv) for pk, inv in spoken]
+    )
+    statements = {
+        "spoken_events": sa.delete(events).where(turns) if spoken else None,
+        "compactions": sa.delete(events).where(
+            events.c.session_pk.in_(touched_pks), events.c.author == COMPACTION_AUTHOR
+        ),
+        "events": sa.delete(events).where(events.c.session_pk.in_(owned)),
+        "summary_runs": sa.delete(summary_runs).where(
+            sa.or_(
+                summary_runs.c.session_id.in_(owned_ids),
+                summary_runs.c.session_id.in_(touched_ids),
+            )
+        ),
+        "digests": sa.delete(digests).where(cited),
+        "memory": sa.delete(memory).where(
+            sa.or_(
+                memory.c.user_id == user_id,
+                memory.c.session_id.in_(owned_ids),
+                memory.c.session_id.in_(touched_ids),
+            )
+        ),
+        "threads": sa.delete(threads).where(
+            sa.or_(threads.c.user_id == user_id, threads.c.session_id.in_(owned_ids))
+        ),
+        "user_state": sa.delete(user_state).where(user_state.c.user_id == user_id),
+        # Messages accepted but not yet answered carry the sender in their payload.
+        "inflight": sa.delete(inflight).where(inflight.c.message["user"].as_string() == user_id),
+        # Last: the statements above find the user's rows through it.
+        "sessions": sa.delete(sessions).where(sessions.c.user_id == user_id),
+    }
+    for kind, statement in statements.items():
+        report.counts[kind] = (
+            (await conn.execute(statement)).rowcount if statement is not None else 0
+        )
+    return report

@@ -1,0 +1,124 @@
+"""End to end: named limits (issue 17 item 4) — a user's rate, a thread's queue cap,
+and one shared slot count for replies, commands and digests, replies first."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import sqlalchemy as sa
+
+from agents.models.base import LlmRequest
+from agents.models.scripted import ScriptedModel
+from bot.slack.render.blocks import BUSY_TEXT
+from bot.threads.admission import Priority
+from storage.schema import inflight
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import dm
+from tests.e2e.trees import support_tree
+from tests.fakes.slack_api import FakeSlackApi
+
+
+async def inflight_rows(db: Any) -> int:
+    """Messages still in flight (every refused one must be let go)."""
+    async with db.engine.connect() as conn:
+        return int((await conn.execute(sa.select(sa.func.count()).select_from(inflight))).scalar())
+
+
+def _busy_notices(slack: FakeSlackApi) -> list[dict]:
+    return [c for c in slack.calls_to("chat.postMessage") if c.get("text") == BUSY_TEXT]
+
+
+async def test_limits_user_over_rate_is_told_busy_and_model_not_called(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    model = ScriptedModel(["one", "two"])
+    bot = await start_bot(support_tree(model), user_rate_burst=2, user_rate_per_minute=1)
+    for n in range(3):
+        await bot.send_event(dm(f"question {n}", ts=f"1700000100.00010{n}"))
+    await bot.idle()
+    [notice] = _busy_notices(slack)
+    assert notice["thread_ts"] == "1700000100.000102"
+    assert len(model.requests) == 2
+    # Another user is not held back by the first one's rate.
+    model.add("three")
+    await bot.send_event(dm("hello", ts="1700000100.000200", user="U2", channel="D2"))
+    await bot.idle()
+    assert len(model.requests) == 3
+    assert await inflight_rows(bot.services.db) == 0
+
+
+async def test_limits_thread_queue_cap_answers_busy_beyond_it(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    model = ScriptedModel(["first"])
+    bot = await start_bot(support_tree(model), max_thread_queue=2)
+    root = "1700000300.000100"
+    await bot.send_event(dm("start", ts=root))
+    await bot.idle()
+    gate = asyncio.Event()
+    original = model.generate
+
+    async def gated(request: LlmRequest) -> Any:
+        await gate.wait()
+        return await original(request)
+
+    model.generate = gated  # type: ignore[method-assign]
+    model.add("a", "b")
+    for n in range(4):
+        await bot.send_event(dm(f"more {n}", ts=f"1700000300.00020{n}", thread_ts=root))
+    await asyncio.sleep(0.2)
+    gate.set()
+    await bot.idle()
+    # Two waited in the thread's queue; the two beyond the cap were told to retry.
+    assert len(_busy_notices(slack)) == 2
+    assert len(model.requests) == 3
+    assert await inflight_rows(bot.services.db) == 0
+
+
+async def test_limits_commands_share_the_slot_count_with_replies(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([])), max_concurrent_invocations=2)
+    worker = bot.services.worker
+    running = 0
+    peak = 0
+    done = asyncio.Event()
+
+    async def command() -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await done.wait()
+        running -= 1
+
+    for _ in range(10):
+        worker.run(command(), Priority.COMMAND)
+    await asyncio.sleep(0.1)
+    assert peak == 2
+    done.set()
+    await bot.idle()
+
+
+async def test_limits_waiting_replies_go_before_waiting_digests() -> None:
+    from bot.threads.admission import PriorityLimit
+
+    limit = PriorityLimit(1)
+    order: list[str] = []
+    hold = asyncio.Event()
+
+    async def work(name: str, priority: Priority, wait: asyncio.Event | None = None) -> None:
+        async with limit.slot(priority):
+            if wait is not None:
+                await wait.wait()
+            order.append(name)
+
+    first = asyncio.create_task(work("holder", Priority.REPLY, hold))
+    await asyncio.sleep(0)
+    tasks = [asyncio.create_task(work("digest", Priority.DIGEST))]
+    await asyncio.sleep(0)
+    tasks.append(asyncio.create_task(work("reply", Priority.REPLY)))
+    await asyncio.sleep(0)
+    hold.set()
+    await asyncio.gather(first, *tasks)
+    assert order == ["holder", "reply", "digest"]
