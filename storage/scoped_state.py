@@ -56,6 +56,28 @@ async def write_scoped(
         )
 
 
+# App and user keys of one session's user in one round trip (0 = app, 1 = user).
+_SCOPED = sa.union_all(
+    sa.select(app_state.c.key, app_state.c.value, sa.literal(0).label("scope")).where(
+        app_state.c.app_name == sa.bindparam("b_app")
+    ),
+    sa.select(user_state.c.key, user_state.c.value, sa.literal(1).label("scope")).where(
+        user_state.c.app_name == sa.bindparam("b_app"),
+        user_state.c.user_id == sa.bindparam("b_user"),
+    ),
+)
+
+
+async def read_scoped(
+    conn: AsyncConnection, app_name: str, user_id: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(`app:` keys, `user:` keys of `user_id`) of one app, read in one statement."""
+    found: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+    for key, value, scope in await conn.execute(_SCOPED, {"b_app": app_name, "b_user": user_id}):
+        found[scope][key] = value
+    return found
+
+
 async def read_app(conn: AsyncConnection, app_name: str) -> dict[str, Any]:
     """All `app:` keys of one app."""
     rows = await conn.execute(

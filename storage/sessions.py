@@ -1,10 +1,11 @@
 """`SqlSessionService`: the `agents.sessions.service.SessionService` contract on SQL.
 
-An append is one short write transaction: lock the session row (`SELECT ... FOR UPDATE`
-on PostgreSQL; SQLite's single writer is taken by `BEGIN IMMEDIATE`), take the next
-seq from the row's counter, insert the event, advance the row, upsert app and user
-keys. Nothing compares versions, so concurrent writers queue instead of failing with
-"stale session" errors.
+An append is one short write transaction: lock the session row and take the next seq
+from its counter (one `UPDATE ... RETURNING` when the event changes no session state,
+else `SELECT ... FOR UPDATE` on PostgreSQL, SQLite's single writer being taken by
+`BEGIN IMMEDIATE`), insert the event, advance the row, upsert app and user keys.
+Nothing compares versions, so concurrent writers queue instead of failing with "stale
+session" errors.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
 from storage.errors import SessionExistsError
 from storage.schema import events, sessions
-from storage.scoped_state import read_app, read_users, write_scoped
+from storage.scoped_state import read_app, read_scoped, read_users, write_scoped
 from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,46 @@ def _session_where(app_name: str, user_id: str, session_id: str) -> sa.ColumnEle
         sessions.c.user_id == user_id,
         sessions.c.session_id == session_id,
     )
+
+
+# The statements of every turn, built once: a statement object that is reused keeps its
+# memoised cache key, so executing it skips construction and cache-key generation (the
+# bulk of SQLAlchemy's cost per statement); the compiled form comes from the cache.
+_BY_KEY = sa.and_(
+    sessions.c.app_name == sa.bindparam("b_app"),
+    sessions.c.user_id == sa.bindparam("b_user"),
+    sessions.c.session_id == sa.bindparam("b_session"),
+)
+_SELECT_SESSION = sa.select(sessions).where(_BY_KEY)
+_SESSION_EXISTS = sa.select(sessions.c.pk).where(_BY_KEY)
+_LOCK_FOR_APPEND = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(_BY_KEY)
+_LOCK_FOR_APPEND_PG = _LOCK_FOR_APPEND.with_for_update()
+_ALL_EVENTS = (
+    sa.select(events.c.pk, events.c.data)
+    .where(events.c.session_pk == sa.bindparam("b_pk"), events.c.seq <= sa.bindparam("b_last"))
+    .order_by(events.c.seq)
+)
+_EVENTS_SINCE_COMPACTION = _ALL_EVENTS.where(
+    sa.or_(
+        events.c.seq >= sa.bindparam("b_start"),
+        events.c.seq == sa.bindparam("b_compaction"),
+    )
+)
+# Takes the next seq and locks the row in one statement (an UPDATE locks on PostgreSQL
+# too); for appends that change no session state, the common case.
+_ADVANCE = (
+    sa.update(sessions)
+    .where(_BY_KEY)
+    .values(last_seq=sessions.c.last_seq + 1, updated_at=sa.bindparam("b_ts"))
+    .returning(sessions.c.pk, sessions.c.last_seq)
+)
+_INSERT_EVENT = sa.insert(events)
+# Which columns it sets is decided by the parameters it is executed with.
+_UPDATE_SESSION = sa.update(sessions).where(sessions.c.pk == sa.bindparam("b_pk"))
+
+
+def _key_params(app_name: str, user_id: str, session_id: str) -> dict[str, str]:
+    return {"b_app": app_name, "b_user": user_id, "b_session": session_id}
 
 
 class SqlSessionService:
@@ -102,25 +143,17 @@ class SqlSessionService:
         since_compaction: bool = False,
     ) -> Session | None:
         async def tx(conn: AsyncConnection) -> Session | None:
-            row = (
-                await conn.execute(
-                    sa.select(sessions).where(_session_where(app_name, user_id, session_id))
-                )
-            ).first()
+            key = _key_params(app_name, user_id, session_id)
+            row = (await conn.execute(_SELECT_SESSION, key)).first()
             if row is None:
                 return None
-            query = sa.select(events.c.pk, events.c.data).where(
-                events.c.session_pk == row.pk, events.c.seq <= row.last_seq
-            )
+            params = {"b_pk": row.pk, "b_last": row.last_seq}
             windowed = since_compaction and row.compaction_seq > 0
+            query = _ALL_EVENTS
             if windowed:
-                query = query.where(
-                    sa.or_(
-                        events.c.seq >= row.compaction_start_seq,
-                        events.c.seq == row.compaction_seq,
-                    )
-                )
-            event_rows = (await conn.execute(query.order_by(events.c.seq))).all()
+                query = _EVENTS_SINCE_COMPACTION
+                params.update(b_start=row.compaction_start_seq, b_compaction=row.compaction_seq)
+            event_rows = (await conn.execute(query, params)).all()
             return Session(
                 id=session_id,
                 app_name=app_name,
@@ -164,42 +197,73 @@ class SqlSessionService:
                 raise
             return session
 
+    async def ensure_exists(self, thread: ThreadRecord, *, probably_new: bool = False) -> None:
+        """Create the session `thread` maps to, empty, when it is missing, without loading
+        it; `probably_new` (a thread mapped just now) skips the read that checks first."""
+        key = _key_params(thread.app_name, thread.user_id, thread.session_id)
+
+        async def exists(conn: AsyncConnection) -> bool:
+            return (await conn.execute(_SESSION_EXISTS, key)).first() is not None
+
+        async def create(conn: AsyncConnection) -> None:
+            now = time.time()
+            await conn.execute(
+                self._gate.insert(sessions)
+                .values(
+                    app_name=thread.app_name,
+                    user_id=thread.user_id,
+                    session_id=thread.session_id,
+                    state={},
+                    created_at=now,
+                    updated_at=now,
+                )
+                .on_conflict_do_nothing()
+            )
+
+        if probably_new or not await self._gate.read(exists):
+            await self._gate.write(create)
+
     async def append_event(self, session: Session, event: Event) -> Event:
         delta = without_temp(event.actions.state_delta)
         actions = event.actions.model_copy(update={"state_delta": delta})
         app, user, own = split_delta(delta)
         compaction = event.actions.compaction
 
+        lock = _LOCK_FOR_APPEND if self._gate.is_sqlite else _LOCK_FOR_APPEND_PG
+        key = _key_params(session.app_name, session.user_id, session.id)
+
         async def tx(conn: AsyncConnection) -> Event:
-            query = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(
-                _session_where(session.app_name, session.user_id, session.id)
-            )
-            if not self._gate.is_sqlite:
-                query = query.with_for_update()
-            row = (await conn.execute(query)).first()
+            if own or compaction is not None:
+                row = (await conn.execute(lock, key)).first()
+            else:
+                row = (await conn.execute(_ADVANCE, {**key, "b_ts": event.timestamp})).first()
             if row is None:
                 raise SessionNotFoundError(session.id)
-            seq = row.last_seq + 1
+            advanced = not own and compaction is None
+            seq = row.last_seq if advanced else row.last_seq + 1
             stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
             await conn.execute(
-                sa.insert(events).values(
-                    session_pk=row.pk,
-                    seq=seq,
-                    event_id=stored.id,
-                    invocation_id=stored.invocation_id,
-                    author=stored.author,
-                    timestamp=stored.timestamp,
-                    data=stored.model_dump_json(),
-                    custom_metadata=dict(stored.custom_metadata) or None,
-                )
+                _INSERT_EVENT,
+                {
+                    "session_pk": row.pk,
+                    "seq": seq,
+                    "event_id": stored.id,
+                    "invocation_id": stored.invocation_id,
+                    "author": stored.author,
+                    "timestamp": stored.timestamp,
+                    "data": stored.model_dump_json(),
+                    "custom_metadata": dict(stored.custom_metadata) or None,
+                },
             )
-            changes: dict[str, Any] = {"last_seq": seq, "updated_at": stored.timestamp}
-            if own:
-                changes["state"] = {**row.state, **own}
-            if compaction is not None:
-                changes["compaction_seq"] = seq
-                changes["compaction_start_seq"] = event_seq(compaction.start_event_id)
-            await conn.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(changes))
+            if not advanced:
+                changes: dict[str, Any] = {"b_pk": row.pk, "last_seq": seq}
+                changes["updated_at"] = stored.timestamp
+                if own:
+                    changes["state"] = {**row.state, **own}
+                if compaction is not None:
+                    changes["compaction_seq"] = seq
+                    changes["compaction_start_seq"] = event_seq(compaction.start_event_id)
+                await conn.execute(_UPDATE_SESSION, changes)
             await write_scoped(
                 self._gate,
                 conn,
@@ -252,8 +316,7 @@ class SqlSessionService:
 async def _merged_state(
     conn: AsyncConnection, app_name: str, user_id: str, own: dict[str, Any]
 ) -> dict[str, Any]:
-    app = await read_app(conn, app_name)
-    user = (await read_users(conn, app_name, [user_id])).get(user_id, {})
+    app, user = await read_scoped(conn, app_name, user_id)
     return {**own, **app, **user}
 
 

@@ -68,6 +68,21 @@ def _key_where(key: ThreadKey) -> sa.ColumnElement[bool]:
     )
 
 
+# Built once and reused (see `storage.sessions`); an UPDATE sets the columns named by the
+# parameters it is executed with.
+_BY_KEY = sa.and_(
+    threads.c.team_id == sa.bindparam("b_team"),
+    threads.c.channel_id == sa.bindparam("b_channel"),
+    threads.c.thread_ts == sa.bindparam("b_ts"),
+)
+_SELECT = sa.select(threads).where(_BY_KEY)
+_UPDATE = sa.update(threads).where(_BY_KEY).returning(threads.c.thread_ts)
+
+
+def _key_params(key: ThreadKey) -> dict[str, Any]:
+    return {"b_team": key.team_id, "b_channel": key.channel_id, "b_ts": key.thread_ts}
+
+
 _SESSION_OF_THREAD = sa.and_(
     sessions.c.app_name == threads.c.app_name,
     sessions.c.user_id == threads.c.user_id,
@@ -118,15 +133,26 @@ def _records(result: Any) -> list[ThreadRecord]:
     return _RECORDS.validate_python([dict(zip(keys, row, strict=True)) for row in result])
 
 
+async def touch_in(
+    conn: AsyncConnection, key: ThreadKey, *, now: float, owner_agent: str | None = None
+) -> bool:
+    """`ThreadStore.touch` inside a caller's write transaction."""
+    values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
+    if owner_agent is not None:
+        values["owner_agent"] = owner_agent
+    return (await conn.execute(_UPDATE, {**_key_params(key), **values})).first() is not None
+
+
 class ThreadStore:
     """Reads and guarded updates of the thread map."""
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._insert = gate.insert(threads).on_conflict_do_nothing()
 
     async def get(self, key: ThreadKey) -> ThreadRecord | None:
         async def tx(conn: AsyncConnection) -> ThreadRecord | None:
-            row = (await conn.execute(sa.select(threads).where(_key_where(key)))).first()
+            row = (await conn.execute(_SELECT, _key_params(key))).first()
             return None if row is None else _record(row)
 
         return await self._gate.read(tx)
@@ -156,28 +182,30 @@ class ThreadStore:
 
         async def tx(conn: AsyncConnection) -> ThreadRecord:
             await conn.execute(
-                self._gate.insert(threads)
-                .values(
-                    team_id=key.team_id,
-                    channel_id=key.channel_id,
-                    thread_ts=key.thread_ts,
-                    session_id=session_id,
-                    app_name=app_name,
-                    user_id=user_id,
-                    owner_agent=owner_agent,
-                    source_session_id=source_session_id,
-                    last_activity_at=now,
-                    created_at=now,
-                )
-                .on_conflict_do_nothing()
+                self._insert,
+                {
+                    "team_id": key.team_id,
+                    "channel_id": key.channel_id,
+                    "thread_ts": key.thread_ts,
+                    "session_id": session_id,
+                    "app_name": app_name,
+                    "user_id": user_id,
+                    "owner_agent": owner_agent,
+                    "source_session_id": source_session_id,
+                    "last_activity_at": now,
+                    "created_at": now,
+                },
             )
-            row = (await conn.execute(sa.select(threads).where(_key_where(key)))).one()
+            row = (await conn.execute(_SELECT, _key_params(key))).one()
             return _record(row)
 
         return await self._gate.write(tx)
 
     async def _update(self, key: ThreadKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
+            if not guards:
+                params = {**_key_params(key), **values}
+                return (await conn.execute(_UPDATE, params)).first() is not None
             stmt = (
                 sa.update(threads)
                 .where(_key_where(key), *guards)
@@ -211,10 +239,11 @@ class ThreadStore:
 
     async def touch(self, key: ThreadKey, *, now: float, owner_agent: str | None = None) -> bool:
         """Record activity at `now` (and the owning agent, when given)."""
-        values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
-        if owner_agent is not None:
-            values["owner_agent"] = owner_agent
-        return await self._update(key, values)
+
+        async def tx(conn: AsyncConnection) -> bool:
+            return await touch_in(conn, key, now=now, owner_agent=owner_agent)
+
+        return await self._gate.write(tx)
 
     async def set_status(self, key: ThreadKey, status: ThreadStatus) -> bool:
         return await self._update(key, {"status": status})

@@ -221,8 +221,9 @@ class SlackReplier:
             log.exception("could not post reply", extra={"slack_thread": key.thread_ts})
             await self.fail(key, tracked, placeholder_ts, "slack_error", FAILURE_TEXT)
             return
-        await self.s.db.inflight.finish(tracked, owner=self.s.owner)
-        await self.s.db.threads.touch(key, now=time.time(), owner_agent=outcome.reply.author)
+        await self.s.db.inflight.finish_answered(
+            tracked, key, owner=self.s.owner, now=time.time(), owner_agent=outcome.reply.author
+        )
 
     async def _post_placeholder(self, key: ThreadKey, record: ThreadRecord) -> str | None:
         """The "thinking" message, or None when Slack will not take it right now (the

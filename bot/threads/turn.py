@@ -79,6 +79,7 @@ async def ensure_thread(
 ) -> ThreadRecord:
     """The thread, active, with its session: mapped to `new_session_id` on its first
     message; a handed-off (or closed) thread comes back to the bot."""
+    created = record is None
     if record is None:
         record = await db.threads.create(
             key, session_id=new_session_id, app_name=app_name, user_id=user_id, now=time.time()
@@ -86,7 +87,7 @@ async def ensure_thread(
     elif record.status != "active":
         await db.threads.set_status(key, "active")
         record = record.model_copy(update={"status": "active"})
-    await db.sessions.ensure_of_thread(record, since_compaction=True)
+    await db.sessions.ensure_exists(record, probably_new=created)
     return record
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import pytest
 
@@ -12,7 +13,7 @@ from agents.models.litellm_model import LiteLlmModel
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService
 from bot.config import Settings
-from bot.logging import configure_logging
+from bot.logging import configure_logging, redact
 from tests.fakes.openai_server import FakeOpenAIServer, error, text, tool_call, tool_call_reply
 
 SLACK_TOKEN = "xoxb-1111-2222-s3cr3tslack"
@@ -76,3 +77,13 @@ async def test_logging_one_json_line_per_event_with_path_fields(
     assert {e["invocation_id"] for e in events} == {events[0]["invocation_id"]}
     assert all("branch" in e for e in events)
     assert events[1]["tools"] == ["transfer_to_agent"]
+
+
+def test_logging_masks_a_long_body_in_linear_time() -> None:
+    # A signed body is logged when Bolt matches no listener; masking it once took time
+    # quadratic in its length (a second for a few kilobytes of letters).
+    body = "a" * 200_000 + " postgresql://user:pw@db/x " + "b://c:" * 20_000
+    started = time.perf_counter()
+    masked = redact(body)
+    assert time.perf_counter() - started < 2.0
+    assert "postgresql://user:[redacted]@db/x" in masked

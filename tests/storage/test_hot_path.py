@@ -1,0 +1,82 @@
+"""The per-message storage path: SQLite on the loop's thread, and the writes a turn merges."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from agents.events import Event, EventActions, Part
+from storage import Database
+from storage.inflight import InflightKey
+from storage.sqlite_inline import InlineConnection
+from storage.threads import ThreadKey
+
+KEY = ThreadKey(team_id="T1", channel_id="C1", thread_ts="1.0")
+MESSAGE = InflightKey(team_id="T1", channel_id="C1", message_ts="1.0")
+
+
+async def test_sqlite_statements_run_on_the_event_loop_thread(tmp_path: Path) -> None:
+    db = await Database.open(f"sqlite:///{tmp_path / 'bot.db'}")
+    seen: list[int] = []
+    try:
+        async with db.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            assert isinstance(raw.driver_connection, InlineConnection)
+            sqlite = raw.driver_connection._conn
+            sqlite.create_function("whose_thread", 0, lambda: seen.append(threading.get_ident()))
+            await conn.exec_driver_sql("SELECT whose_thread()")
+    finally:
+        await db.close()
+    assert seen == [threading.get_ident()]
+
+
+async def test_appends_with_and_without_state_number_events_in_order(db: Database) -> None:
+    session = await db.sessions.create_session(app_name="app", user_id="u1", session_id="s1")
+    plain = Event(author="user", parts=(Part(text="hi"),))
+    stateful = Event(author="bot", actions=EventActions(state_delta={"step": 2}))
+    stored = [
+        await db.sessions.append_event(session, plain),
+        await db.sessions.append_event(session, stateful),
+        await db.sessions.append_event(session, plain),
+    ]
+    assert [e.id for e in stored] == ["e1", "e2", "e3"]
+    loaded = await db.sessions.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert loaded is not None
+    assert [e.id for e in loaded.events] == ["e1", "e2", "e3"]
+    assert loaded.state == {"step": 2}
+
+
+async def test_concurrent_plain_appends_get_distinct_seqs(db: Database) -> None:
+    session = await db.sessions.create_session(app_name="app", user_id="u1", session_id="s1")
+    stored = await asyncio.gather(
+        *(db.sessions.append_event(session, Event(author="user")) for _ in range(20))
+    )
+    assert sorted(int(e.id[1:]) for e in stored) == list(range(1, 21))
+
+
+async def test_ensure_exists_creates_a_missing_session_once(db: Database) -> None:
+    thread = await db.threads.create(KEY, session_id="s1", app_name="app", user_id="u1", now=1.0)
+    await db.sessions.ensure_exists(thread)
+    await db.sessions.ensure_exists(thread, probably_new=True)  # already there: no error
+    session = await db.sessions.of_thread(thread)
+    assert session is not None and session.events == []
+
+
+async def test_finish_answered_forgets_the_message_and_touches_the_thread(db: Database) -> None:
+    await db.threads.create(KEY, session_id="s1", app_name="app", user_id="u1", now=1.0)
+    accepted = await db.inflight.accept(
+        MESSAGE, thread_ts="1.0", message={}, delivery_key="d1", owner="me", now=1.0
+    )
+    assert accepted
+    assert not await db.inflight.finish_answered(
+        MESSAGE, KEY, owner="someone else", now=5.0, owner_agent="billing"
+    )
+    assert await db.inflight.count() == 1
+    assert await db.inflight.finish_answered(
+        MESSAGE, KEY, owner="me", now=9.0, owner_agent="billing"
+    )
+    assert await db.inflight.count() == 0
+    thread = await db.threads.get(KEY)
+    assert thread is not None
+    assert (thread.last_activity_at, thread.owner_agent) == (9.0, "billing")
