@@ -24,7 +24,7 @@ from agents.events import (
     Part,
     Usage,
 )
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService, SessionService
 from agents.sessions.session import Session

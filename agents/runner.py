@@ -14,7 +14,7 @@ from agents.context import InvocationContext, ModelCallBudget
 from agents.errors import AgentRuntimeError, SessionStoreError
 from agents.events import Event, Part, new_invocation_id
 from agents.invocation import log_event, persist, run_and_persist
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.metrics import REGISTRY
 from agents.models.base import Model, ModelError
 from agents.sessions.service import SessionNotFoundError, SessionService

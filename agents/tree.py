@@ -16,7 +16,7 @@ import yaml
 
 from agents.base_agent import BaseAgent
 from agents.errors import AgentTreeError
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.base import GenerateConfig, Model
 from agents.tools import AgentTool, BaseTool, FunctionTool
 from agents.workflow import LoopAgent, ParallelAgent, SequentialAgent

@@ -32,7 +32,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
 from agents.models.scripted import ScriptedModel
 from agents.runner import Runner

@@ -78,7 +78,7 @@ LOCAL_REPETITION_PENALTY = 1.05
 @functools.cache
 def process_owner() -> str:
     """This process's identity, the same for everything it owns: the messages it has
-    accepted (`storage.inflight`) and the digest leases it holds (`storage.threads`).
+    accepted (`storage.delivery.inflight`) and the digest leases it holds (`storage.threads`).
     Random per start, so a restarted process takes over what its predecessor left."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 

@@ -10,7 +10,10 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from storage.deliveries import DeliveryStore
+from storage.delivery.deliveries import DeliveryStore
+from storage.delivery.inflight import InflightStore
+from storage.delivery.owners import OwnerStore
+from storage.delivery.thread_locks import ThreadLocks
 from storage.digests import DigestStore
 from storage.engine import SqlGate, create_engine, display_url, first_line, normalize_url
 from storage.errors import (
@@ -19,14 +22,11 @@ from storage.errors import (
     DatabaseUnavailableError,
 )
 from storage.forget import ForgetReport, forget_user
-from storage.inflight import InflightStore
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
-from storage.owners import OwnerStore
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
-from storage.thread_locks import ThreadLocks
 from storage.threads import ThreadStore
 
 log = logging.getLogger(__name__)

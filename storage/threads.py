@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
-from storage.owners import owner_is_dead
 from storage.schema import sessions, threads
 
 ThreadStatus = Literal["active", "handed_off", "closed"]

@@ -98,7 +98,7 @@ class Model(Protocol):
     """Anything that answers an `LlmRequest`. `name` appears on model-response events.
 
     A model may also have a true `decide_first` attribute: it has no native tool calling,
-    so agents ask it for a constrained decision before a reply (`agents.decision`).
+    so agents ask it for a constrained decision before a reply (`agents.llm.decision`).
     """
 
     name: str

@@ -78,7 +78,7 @@ class LiteLlmModel:
     `agents.models.prompted_tools`), or `"auto"`: native when
     `litellm.supports_function_calling` says so, prompted otherwise (the safe choice for
     models litellm does not know). `decision` chooses how an agent step with tools uses
-    the model (see `agents.decision`): `"decide-first"` (a constrained choice, then the
+    the model (see `agents.llm.decision`): `"decide-first"` (a constrained choice, then the
     reply or the tool's arguments), `"one-call"` (answer or call a tool in one call), or
     `"auto"`: decide first exactly when tools go out prompted. `extra` is passed to every
     `acompletion` call as is.
@@ -137,7 +137,7 @@ class LiteLlmModel:
 
     @property
     def decide_first(self) -> bool:
-        """Whether agent steps with tools decide first (`agents.decision`)."""
+        """Whether agent steps with tools decide first (`agents.llm.decision`)."""
         if self.decision != "auto":
             return self.decision == "decide-first"
         return self.uses_prompted_tools()

@@ -23,7 +23,7 @@ class ScriptedModel:
     A step is a string (text), an `LlmResponse`, an exception to raise, or a callable
     that receives the request and returns either. A call with no step left raises
     `UnexpectedModelCall`; `assert_complete()` fails if steps are left over.
-    `decide_first` plays a model without native tool calling (see `agents.decision`).
+    `decide_first` plays a model without native tool calling (see `agents.llm.decision`).
     """
 
     def __init__(

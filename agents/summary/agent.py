@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.context import InvocationContext
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.base import GenerateConfig, LlmRequest, Model
 from agents.summary.record import MAX_SOURCES, response_schema
 

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from agents.events import Event, Usage
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.base import Model
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService

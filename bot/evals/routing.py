@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import cast
 
 from agents.base_agent import BaseAgent
-from agents.decision import Decision, decides_first, observe_decisions
 from agents.events import Event
+from agents.llm.decision import Decision, decides_first, observe_decisions
+from agents.llm.pretend_actions import PretendAction, find_pretend_action
 from agents.models.base import LlmRequest, LlmResponse, Model
-from agents.pretend_actions import PretendAction, find_pretend_action
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService
 from bot.threads.turn import TurnOutcome

@@ -1,6 +1,6 @@
 """This process's heartbeat and the periodic takeover of dead peers' work.
 
-Every `HEARTBEAT_SECONDS` the process records that it is alive (`storage.owners`), then
+Every `HEARTBEAT_SECONDS` the process records that it is alive (`storage.delivery.owners`), then
 sweeps: in-flight messages of owners that have not beaten for `OWNER_DEAD_AFTER_SECONDS`
 are taken over and finished (`bot.slack.recovery`). Digest leases of dead owners are free
 to the next digest pass (`bot.digests.job`). A process restarted by systemd or

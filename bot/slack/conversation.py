@@ -4,7 +4,7 @@ The turn itself (thread, session, runner, outcome) is `bot.threads.turn`'s, shar
 the terminal chat; this module adds what Slack shows around it: the "thinking"
 placeholder, the reply as Block Kit in its place, and failure notices.
 
-Every accepted message is tracked in `db.inflight` (see `storage.inflight`) from before
+Every accepted message is tracked in `db.inflight` (see `storage.delivery.inflight`) from before
 the HTTP ack until its thread has an answer, so a crash at any point leaves a row that
 the next start-up finishes (`bot.slack.recovery`). Slack writes are retried patiently by
 the client (`bot.slack.client`): a Slack outage delays a reply, it never loses one.
@@ -41,7 +41,7 @@ from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
 from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
-from storage.inflight import InflightKey
+from storage.delivery.inflight import InflightKey
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)

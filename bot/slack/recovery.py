@@ -2,7 +2,7 @@
 
 A process killed mid-work (SIGKILL, OOM, power) leaves rows in `db.inflight`. The sweep
 runs at start-up and then with every heartbeat (`bot.ops.heartbeat`), and takes over
-the rows of owners that stopped beating (`storage.owners`). For each:
+the rows of owners that stopped beating (`storage.delivery.owners`). For each:
 
 - never started (`accepted`): nothing reached the thread yet, so the message is queued
   again behind its thread and answered normally;
@@ -36,7 +36,7 @@ from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
 from bot.threads.speaker import SPEAKER_ID
 from bot.threads.turn import TurnOutcome, close_interrupted_calls
-from storage.inflight import InflightRecord
+from storage.delivery.inflight import InflightRecord
 from storage.threads import ThreadKey
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ class BotServices:
     background worker.
 
     `owner` is this process's identity (`bot.wiring.process_owner`): it owns the messages
-    the process accepted (`storage.inflight`) and the digest leases it holds.
+    the process accepted (`storage.delivery.inflight`) and the digest leases it holds.
     """
 
     settings: Settings

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agents import AgentTool, LlmAgent
-from agents.decision import Decision, observe_decisions
+from agents.llm.decision import Decision, observe_decisions
 from agents.metrics import REGISTRY
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel, json_text, transfer

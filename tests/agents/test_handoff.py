@@ -12,7 +12,7 @@ from agents.compaction import COMPACTION_AUTHOR, DEFAULT_PROMPT, render_window
 from agents.events import CompactionInfo, Event, EventActions, Part
 from agents.handoff import HANDOFF_AUTHOR, handoff_event
 from agents.history import HANDOFF_PREFIX, build_contents
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.scripted import ScriptedModel
 from agents.runner import find_agent_to_run
 from agents.sessions.session import Session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents import InstructionTemplateError, LlmAgent
-from agents.instructions import inject_state
+from agents.llm.instructions import inject_state
 from agents.models.scripted import ScriptedModel, transfer
 from tests.agents.conversation import Conversation
 

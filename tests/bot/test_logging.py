@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.litellm_model import LiteLlmModel
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService

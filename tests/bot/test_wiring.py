@@ -91,7 +91,7 @@ def test_tool_decision_defaults_per_model_and_can_be_set() -> None:
 
 
 def test_output_caps_come_from_settings() -> None:
-    from agents.llm_agent import LlmAgent
+    from agents.llm.agent import LlmAgent
     from bot.wiring import build_tree
 
     config = Settings(_env_file=None, max_output_tokens=300, tool_agent_max_output_tokens=80)  # type: ignore[call-arg]

@@ -9,7 +9,7 @@ import time
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel
 from tests.e2e.conftest import StartBot

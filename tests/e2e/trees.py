@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.scripted import ScriptedModel
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 
 from agents.events import Usage
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
 from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
 from tests.e2e.harness import SIGNING_SECRET, TEAM, sign

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agents.llm_agent import LlmAgent
+from agents.llm.agent import LlmAgent
 from agents.models.litellm_model import LiteLlmModel
 from bot.slack.render.blocks import FAILURE_TEXT
 from tests.e2e.harness import BotHarness, dm, open_database

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from agents.events import Event, EventActions, Part
 from storage import Database, DatabaseUnavailableError
-from storage.inflight import InflightKey
+from storage.delivery.inflight import InflightKey
 from storage.schema import metadata
 from storage.threads import ThreadKey
 from tests.storage.test_records import Run

@@ -31,7 +31,7 @@ async def test_delivery_is_remembered_until_purged(db: Database) -> None:
 
 
 async def test_delivery_accepts_are_group_committed_and_exactly_once(db: Database) -> None:
-    from storage.inflight import InflightKey
+    from storage.delivery.inflight import InflightKey
 
     # 1,000 racing accepts of 100 messages (10 deliveries each), on two engines, as two
     # processes would: each message is accepted exactly once and stored once.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agents.events import Event, EventActions, Part
 from storage import Database
-from storage.inflight import InflightKey
+from storage.delivery.inflight import InflightKey
 from storage.sqlite_inline import InlineConnection
 from storage.threads import ThreadKey
 

@@ -9,7 +9,7 @@ import uuid
 
 from bot.threads.turn import ensure_thread
 from storage import Database
-from storage.inflight import InflightKey
+from storage.delivery.inflight import InflightKey
 from storage.threads import ThreadKey
 
 DEAD_AFTER = 30.0

@@ -22,20 +22,20 @@ from agents.callbacks import (
     first_result,
 )
 from agents.context import InvocationContext, ReadonlyContext, ToolContext
-from agents.decision import respond, step_options
 from agents.errors import AgentRuntimeError
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.history import build_contents, current_turn_contents
-from agents.instructions import inject_state
-from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, Model
-from agents.tools.base_tool import BaseTool, ToolError
-from agents.tools.function_tool import FunctionTool
-from agents.transfer import (
+from agents.llm.decision import respond, step_options
+from agents.llm.instructions import inject_state
+from agents.llm.transfer import (
     TRANSFER_TOOL,
     transfer_declaration,
     transfer_instruction,
     transfer_targets,
 )
+from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, Model
+from agents.tools.base_tool import BaseTool, ToolError
+from agents.tools.function_tool import FunctionTool
 
 InstructionProvider = Callable[[ReadonlyContext], "str | Awaitable[str]"]
 ToolLike = BaseTool | Callable[..., Any]
@@ -178,7 +178,7 @@ class LlmAgent(BaseAgent):
     async def _step(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         model = self.resolve_model(ctx)
         request = await self.build_request(ctx, model)
-        # Decide-first models and the pretend-action check: see agents.decision. Each of
+        # Decide-first models and the pretend-action check: see agents.llm.decision. Each of
         # the step's model calls goes through `_call_model` (budget, model callbacks).
         options = step_options(self, ctx, await self._instruction(ctx))
         response = await respond(

@@ -5,7 +5,7 @@ HTTP ack, marked `start`ed with its invocation id before the user's event is app
 given its placeholder's Slack ts once that is posted, and `finish`ed (deleted) once the
 reply or a failure notice is in the thread. Rows carry the owning process, and every
 update is guarded by it: a process whose row was taken over changes nothing. A live
-process `take_over`s the rows of an owner that stopped beating (`storage.owners`) and
+process `take_over`s the rows of an owner that stopped beating (`storage.delivery.owners`) and
 finishes them.
 """
 
@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
-from storage.owners import owner_is_dead
 from storage.schema import deliveries, inflight
 from storage.threads import ThreadKey, touch_in
 

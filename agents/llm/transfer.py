@@ -8,14 +8,14 @@ from agents.models.base import ToolDeclaration
 
 if TYPE_CHECKING:
     from agents.base_agent import BaseAgent
-    from agents.llm_agent import LlmAgent
+    from agents.llm.agent import LlmAgent
 
 TRANSFER_TOOL = "transfer_to_agent"
 
 
 def transfer_targets(agent: LlmAgent) -> list[BaseAgent]:
     """Sub-agents always; parent and peers only under an LLM parent, unless disallowed."""
-    from agents.llm_agent import LlmAgent
+    from agents.llm.agent import LlmAgent
 
     targets: list[BaseAgent] = list(agent.sub_agents)
     parent = agent.parent

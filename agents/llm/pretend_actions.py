@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agents.transfer import TRANSFER_TOOL
+from agents.llm.transfer import TRANSFER_TOOL
 
 PretendKind = Literal["transfer", "tool", "claim", "recital"]
 

@@ -1,4 +1,4 @@
-"""The requests of a decide-first step (`agents.decision`) and the parsing of its choice.
+"""The requests of a decide-first step (`agents.llm.decision`) and the parsing of its choice.
 
 Each is a tool-less request: the history as text (no tool messages), the agent's own
 instruction first, so a server's prompt cache shares it between the decision and the act,
@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from agents.events import Part
 from agents.history import FOREIGN_PREFIX
+from agents.llm.transfer import TRANSFER_TOOL
 from agents.models.base import Content, LlmRequest, ToolDeclaration
 from agents.models.prompted_tools import render_content
-from agents.transfer import TRANSFER_TOOL
 
 ChoiceKind = Literal["answer", "transfer", "tool"]
 DECISION_MAX_TOKENS = 32

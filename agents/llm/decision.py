@@ -13,7 +13,7 @@ a step with transfer targets or tools is two calls:
 
 On such a model no step sees the bookkeeping of a hand-off (the `transfer_to_agent` call
 and its result): a small model reading it writes about the transfer instead of answering.
-Every step, in either mode, is checked for pretend actions (`agents.pretend_actions`):
+Every step, in either mode, is checked for pretend actions (`agents.llm.pretend_actions`):
 a reply that names a target or a tool becomes that transfer or call; a hand-off claim or
 a recited instruction is asked for again once, then settled by a decision among the
 actions only. Every call, the extra ones too, goes through the agent's model-call path:
@@ -32,7 +32,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agents.decision_requests import (
+from agents.events import FunctionCall, Part, Usage
+from agents.llm.decision_requests import (
     Choice,
     ChoiceKind,
     answer_request,
@@ -43,15 +44,14 @@ from agents.decision_requests import (
     parse_choice,
     without_handoff_records,
 )
-from agents.events import FunctionCall, Part, Usage
+from agents.llm.pretend_actions import PretendAction, find_pretend_action, without_pretence
+from agents.llm.transfer import TRANSFER_TOOL, transfer_targets
 from agents.metrics import REGISTRY
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError, ToolDeclaration
-from agents.pretend_actions import PretendAction, find_pretend_action, without_pretence
-from agents.transfer import TRANSFER_TOOL, transfer_targets
 
 if TYPE_CHECKING:
     from agents.context import InvocationContext
-    from agents.llm_agent import LlmAgent
+    from agents.llm.agent import LlmAgent
 
 logger = logging.getLogger(__name__)
 

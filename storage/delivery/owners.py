@@ -2,7 +2,7 @@
 
 Each process (`bot.wiring.process_owner`) `beat`s every few seconds. An owner is *dead*
 when it has no row or its last beat is older than `dead_after` seconds; only then may a
-peer take over its in-flight messages (`storage.inflight`) and digest leases
+peer take over its in-flight messages (`storage.delivery.inflight`) and digest leases
 (`storage.threads`). `owner_is_dead` is the SQL condition those guarded UPDATEs share, so
 the check and the takeover are one statement and a live owner's work is never taken.
 """
