@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
@@ -24,6 +25,8 @@ from bot.slack.services import BotServices
 from bot.threads.admission import Priority, UserRate
 
 log = logging.getLogger(__name__)
+
+ArgsT = TypeVar("ArgsT")
 
 SUMMARY_SHORTCUT = "summarize_thread"
 HANDOFF_SHORTCUT = "handoff_thread"
@@ -109,20 +112,31 @@ def register(app: AsyncApp, services: BotServices) -> None:
 
         return reply
 
-    async def on_summary(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+    async def admit(
+        ack: AsyncAck, command: dict[str, Any], parse: Callable[[str], ArgsT], accepted: str
+    ) -> tuple[str, str, ArgsT] | None:
+        """Ack a slash command: its sender, its parsed arguments and the user's rate, each
+        refused in the ack itself; None when refused."""
         team, user = _who(command)
         if team is None or user is None:
             await ack(text=INCOMPLETE_COMMAND)
-            return
+            return None
         try:
-            args = parse_summary_args(command.get("text", ""))
+            args = parse(command.get("text", ""))
         except CommandSyntaxError as exc:
             await ack(text=str(exc))
-            return
+            return None
         if not rate.allow(user):
             await ack(text=BUSY_TEXT)
+            return None
+        await ack(text=accepted)
+        return team, user, args
+
+    async def on_summary(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        admitted = await admit(ack, command, parse_summary_args, "Summarising…")
+        if admitted is None:
             return
-        await ack(text="Summarising…")
+        team, user, args = admitted
         worker.run(
             actions.summarize(
                 team_id=team,
@@ -135,19 +149,10 @@ def register(app: AsyncApp, services: BotServices) -> None:
         )
 
     async def on_handoff(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
-        team, user = _who(command)
-        if team is None or user is None:
-            await ack(text=INCOMPLETE_COMMAND)
+        admitted = await admit(ack, command, parse_handoff_args, "Handing off…")
+        if admitted is None:
             return
-        try:
-            args = parse_handoff_args(command.get("text", ""))
-        except CommandSyntaxError as exc:
-            await ack(text=str(exc))
-            return
-        if not rate.allow(user):
-            await ack(text=BUSY_TEXT)
-            return
-        await ack(text="Handing off…")
+        team, user, args = admitted
         worker.run(
             actions.handoff(
                 team_id=team,
