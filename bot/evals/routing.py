@@ -24,6 +24,7 @@ from typing import cast
 from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.llm.decision import Decision, decides_first, observe_decisions
+from agents.llm.decision_requests import REVIEW_TITLE
 from agents.llm.pretend_actions import PretendAction, find_pretend_action
 from agents.models.base import LlmRequest, LlmResponse, Model
 from agents.runner import Runner
@@ -232,7 +233,9 @@ ROUTE_ONLY_REPLY = "(route-only evaluation: the reply is not written)"
 class RouteOnlyModel:
     """`model` for a route-only evaluation: every call goes through except the root's own
     reply once it has decided to answer (a tool-less, schema-less request from the root),
-    which is a placeholder. Decisions, tool arguments and consulted agents run for real."""
+    which is a placeholder, and the second look at that placeholder (the review, see
+    `agents.llm.decision`), which sends it. Decisions, tool arguments and consulted agents
+    run for real."""
 
     def __init__(self, model: Model, root: str = "") -> None:
         self.model = model
@@ -247,6 +250,9 @@ class RouteOnlyModel:
         is_reply = not request.tools and request.response_schema is None
         if request.agent_name == self.root and is_reply:
             return LlmResponse.from_text(ROUTE_ONLY_REPLY, model=self.name)
+        schema = request.response_schema or {}
+        if request.agent_name == self.root and schema.get("title") == REVIEW_TITLE:
+            return LlmResponse.from_text(json.dumps(self.root), model=self.name)
         return await self.model.generate(request)
 
 
