@@ -54,6 +54,7 @@ from agents.llm.decision_requests import (
     review_request,
     without_handoff_records,
 )
+from agents.llm.instructions import template_words
 from agents.llm.pretend_actions import PretendAction, find_pretend_action, without_pretence
 from agents.llm.transfer import TRANSFER_TOOL, transfer_targets
 from agents.metrics import REGISTRY
@@ -90,6 +91,14 @@ class StepOptions:
     targets: tuple[tuple[str, str], ...] = ()
     tools: tuple[ToolDeclaration, ...] = ()
     called: frozenset[str] = frozenset()
+    own_words: str = ""
+    """What a reply must not recite: the instruction's own words, without the state values
+    filled into it (a pipeline step's input, e.g. `{diagnosis}`, is data a reply may and
+    should repeat). Empty: the whole `instruction`."""
+
+    @property
+    def recital_source(self) -> str:
+        return self.own_words or self.instruction
 
     def choices(self, *, answer: bool = True) -> list[Choice]:
         """Targets, then the agent itself (answer), then the tools not called this turn."""
@@ -117,6 +126,7 @@ def step_options(agent: LlmAgent, ctx: InvocationContext, instruction: str) -> S
         ),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),
+        own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
     )
 
 
@@ -300,7 +310,7 @@ class _Step:
                 response.text,
                 targets=[name for name, _ in options.targets],
                 tools=[t.name for t in options.tools if t.name not in options.called],
-                instruction=options.instruction,
+                instruction=options.recital_source,
             )
             if pretend is None:
                 return self._done(response)
@@ -336,7 +346,7 @@ class _Step:
             response.text,
             targets=[name for name, _ in options.targets],
             tools=[t.name for t in options.tools if t.name not in options.called],
-            instruction=options.instruction,
+            instruction=options.recital_source,
         )
         if not kept:
             self._count_pretend("failed")
