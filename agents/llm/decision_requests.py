@@ -41,23 +41,37 @@ def decision_request(
 ) -> LlmRequest:
     """The constrained choice: the agent's instruction and the options (the same for every
     message, so a server caches them), then one user message with the conversation fenced
-    and the question; an enum schema. No chat turns: a small model answers those instead
-    of classifying them."""
+    as data under the question; an enum schema. The targets come first: listed first, the
+    agent's own answer took most money questions on the embedded model (a first-option
+    bias), and the targets' descriptions are the narrow ones."""
     lines = [
-        f"You are {agent}. Before anything is written, you decide who handles the "
-        "customer's latest message. The options, each with what it owns:",
+        "Before anything is written, decide who handles the customer's latest message.",
+        "The options:",
     ]
     for choice in choices:
         lines.append(f"- {choice.name}: {_option_text(choice, agent)}")
     lines.append(
-        "Pick the one option that owns what the customer needs now, judged by the "
-        "descriptions above. Answer with the option's name in double quotes, and nothing else."
+        "Pick the option whose description covers what the customer needs now. Answer "
+        "with the option's name in double quotes, and nothing else."
     )
     question = (
         f"{conversation_block(request.contents, agent)}\n\n"
-        "Which option owns the customer's latest message? Answer with its name."
+        "Who handles the customer's latest message? Answer with the option's name."
     )
     return _choice_request(request, instruction, "\n".join(lines), question, choices, "decision")
+
+
+def _option_text(choice: Choice, agent: str) -> str:
+    description = choice.description or "(no description)"
+    if choice.kind == "answer":
+        return f"you ({agent}) answer the customer yourself. You handle: {description}"
+    if choice.kind == "tool":
+        return f"consult this tool first; it answers you, not the customer. {description}"
+    return f"hand the conversation to this agent. It handles: {description}"
+
+
+def _choice_config(request: LlmRequest) -> Any:
+    return request.config.model_copy(update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS})
 
 
 def _choice_request(
@@ -71,9 +85,7 @@ def _choice_request(
     """A one-message request whose answer is one of `choices`, by name."""
     # A bare JSON string: the fewest tokens to generate, each one constrained.
     schema = {"title": title, "type": "string", "enum": [c.name for c in choices]}
-    config = request.config.model_copy(
-        update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS}
-    )
+    config = _choice_config(request)
     return request.model_copy(
         update={
             "system_instruction": "\n\n".join(s for s in (instruction, note) if s),
@@ -83,18 +95,6 @@ def _choice_request(
             "config": config,
         }
     )
-
-
-def _option_text(choice: Choice, agent: str) -> str:
-    description = choice.description or "(no description)"
-    if choice.kind == "answer":
-        return f"you ({agent}) answer the customer yourself. You own: {description}"
-    if choice.kind == "tool":
-        return (
-            "a tool you consult before answering; it answers you, not the customer. "
-            f"Consult it for: {description}"
-        )
-    return f"another agent, which then answers the customer. It owns: {description}"
 
 
 def review_request(
