@@ -1,10 +1,11 @@
 """The conversation as a decision reads it: one fenced block of data, then the question.
 
-A small model asked to classify does best when the text to classify sits in the last
-message, fenced, right next to the question, rather than as chat turns it feels bound to
-answer. So a decision request carries no chat history: its one user message holds the
-conversation so far as quoted lines (`customer: ...`, `<agent>: ...`), the customer's
-latest message on its own, and the question.
+A decision request carries no chat turns: its one user message holds the conversation so
+far as quoted lines (`customer: ...`, `<agent>: ...`), the customer's latest message on
+its own, and the question. The model classifies the text instead of answering it, no
+earlier reply reads as its own words, and a review (`review_request`) can put the draft
+reply in the same message. On the embedded model it routed a third of routing_dev as
+well as chat turns did (40 and 39 of 50).
 """
 
 from __future__ import annotations

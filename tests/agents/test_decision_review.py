@@ -7,10 +7,13 @@ scripted model; the texts are the embedded model's kind of answers (issue 16).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
 from tests.agents.conversation import Conversation
+from tests.agents.test_decision import write_tree
 
 DUPLICATE_CHARGE = (
     "Hi, I was charged twice for my March invoice INV-2291, 49.00 USD each time. Can I get "
@@ -93,4 +96,30 @@ async def test_a_one_call_model_gets_no_review() -> None:
     assert await Conversation(root, model).send("refund?") == [
         ("support_supervisor", UNCHECKED_PROMISE)
     ]
+    model.assert_complete()
+
+
+async def test_a_tree_from_yaml_with_other_names_reviews_the_same_way(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            json_text("front_desk"),  # answers itself
+            UNCHECKED_PROMISE,
+            json_text("rules_checker"),  # the review consults its own policy tool
+            json_text({"request": REFUND_QUESTION}),
+            "DENIED: refunds need the invoice number.",  # rules_checker
+            json_text("front_desk"),  # decides again, the tool's answer in view
+            "Which invoice was charged twice?",
+        ],
+        decide_first=True,
+    )
+    root = build_support_tree(path=write_tree(tmp_path / "tree.yaml"), model=model)
+    turn = await Conversation(root, model).send("I was charged twice, refund please")
+    assert turn[0] == ("front_desk", ("call", "rules_checker", {"request": REFUND_QUESTION}))
+    assert turn[-1] == ("front_desk", "Which invoice was charged twice?")
+    review = model.requests[2]
+    assert review.response_schema is not None
+    assert review.response_schema["enum"] == ["front_desk", "rules_checker"]
+    assert "Says whether a refund is allowed." in review.system_instruction
+    # With its one tool called, the front desk's second reply is sent without a review.
+    assert model.requests[-1].response_schema is None
     model.assert_complete()
