@@ -91,6 +91,9 @@ class StepOptions:
     targets: tuple[tuple[str, str], ...] = ()
     tools: tuple[ToolDeclaration, ...] = ()
     called: frozenset[str] = frozenset()
+    others: tuple[str, ...] = ()
+    """The tree's other internal names (agents and tools not among `targets` and
+    `tools`, the agent itself included): a reply must not name them either."""
     own_words: str = ""
     """What a reply must not recite: the instruction's own words, without the state values
     filled into it (a pipeline step's input, e.g. `{diagnosis}`, is data a reply may and
@@ -126,8 +129,18 @@ def step_options(agent: LlmAgent, ctx: InvocationContext, instruction: str) -> S
         ),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),
+        others=tuple(sorted(_internal_names(agent))),
         own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
     )
+
+
+def _internal_names(agent: LlmAgent) -> set[str]:
+    """Every agent and tool name in `agent`'s tree, minus its own targets and tools."""
+    root = agent.root_agent
+    names = {a.name for a in root.walk()}
+    names |= {t.name for a in root.walk() for t in getattr(a, "tools", [])}
+    names -= {t.name for t in transfer_targets(agent)} | {t.name for t in agent.tools}
+    return names
 
 
 @dataclass(frozen=True)
@@ -311,6 +324,7 @@ class _Step:
                 targets=[name for name, _ in options.targets],
                 tools=[t.name for t in options.tools if t.name not in options.called],
                 instruction=options.recital_source,
+                others=options.others,
             )
             if pretend is None:
                 return self._done(response)
@@ -347,6 +361,7 @@ class _Step:
             targets=[name for name, _ in options.targets],
             tools=[t.name for t in options.tools if t.name not in options.called],
             instruction=options.recital_source,
+            others=options.others,
         )
         if not kept:
             self._count_pretend("failed")

@@ -392,3 +392,22 @@ async def test_a_handoff_record_reaches_a_decide_first_step_as_quoted_data_only(
         assert all("transfer_to_agent" not in c.text for c in request.contents)
         assert all(c.role != "model" for c in request.contents)
     model.assert_complete()
+
+
+async def test_a_reply_naming_an_agent_out_of_reach_is_asked_again() -> None:
+    # billing_agent cannot go back to the supervisor that just handed over, nor reach its
+    # peer: naming either is a pretence with no action behind it.
+    model = ScriptedModel(
+        [
+            choose("billing_agent"),
+            "I have checked with support_supervisor: the invoice is fine.",
+            "Your invoice INV-7 is attached.",
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send("invoice?")
+    assert [text for _, text in turn if isinstance(text, str)] == [
+        "Your invoice INV-7 is attached."
+    ]
+    assert "cannot be sent" in model.requests[-1].contents[-1].text
+    model.assert_complete()
