@@ -124,6 +124,7 @@ class CaseResult:
     pretend_caught: int = 0
     refund_promised: bool = False
     policy_consulted: bool = False
+    reply: str = ""
 
 
 @dataclass
@@ -213,11 +214,13 @@ def case_line(case: RoutingCase, result: CaseResult) -> str:
     seconds = (
         f"{result.decision_seconds:5.1f}s" if result.decision_seconds is not None else "     -"
     )
-    pretend = " PRETEND" if result.pretend_shown else ""
-    return (
-        f"{mark} {result.expected} -> {result.answered} {seconds}{pretend}  "
-        f"{case.id}: {case.message[:70]}"
+    line = (
+        f"{mark} {result.expected} -> {result.answered} {seconds}"
+        f"{' PRETEND' if result.pretend_shown else ''}  {case.id}: {case.message[:70]}"
     )
+    if result.pretend_shown:  # what reached the user, to see what the check missed
+        line += f"\n      shown: {' '.join(result.reply.split())[:200]}"
+    return line
 
 
 def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
@@ -325,6 +328,7 @@ async def evaluate_routing(
             pretend_caught=len(caught),
             refund_promised=promises_refund(reply),
             policy_consulted=policy_tool in called,
+            reply=reply,
         )
         report.results.append(result)
         if on_case is not None:

@@ -110,3 +110,21 @@ def test_refund_promises_are_told_from_refund_talk() -> None:
     assert promises_refund("You will receive a refund of 49.00 USD within 5 days.")
     assert promises_refund("The duplicate charge will be refunded.")
     assert not promises_refund("Refunds take 5 days once approved; what is the invoice number?")
+
+
+def test_a_case_line_shows_a_pretend_reply_that_reached_the_user() -> None:
+    from bot.evals.routing import CaseResult, RoutingCase, case_line
+
+    case = RoutingCase("c1", "getting money back", "billing")
+    shown = CaseResult(
+        "billing_agent",
+        "billing_agent",
+        2.0,
+        pretend_shown=True,
+        reply="Please contact\n tech support.",
+    )
+    assert case_line(case, shown).splitlines() == [
+        "ok  billing_agent -> billing_agent   2.0s PRETEND  c1: getting money back",
+        "      shown: Please contact tech support.",
+    ]
+    assert "shown:" not in case_line(case, CaseResult("billing_agent", "billing_agent", 2.0))
