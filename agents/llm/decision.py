@@ -13,8 +13,11 @@ a step with transfer targets or tools is two calls:
 3. **The review** of a written answer, when a tool is left that was not called this
    turn: one more constrained choice, between sending the reply and consulting each such
    tool, read against the tools' descriptions. A tool that says when it applies ("before
-   promising a refund") is consulted when the reply does that, even if the first decision
-   missed it; the reply is then written again with the tool's answer in view.
+   promising a refund") is to be consulted when the reply does that, even if the first
+   decision missed it; the reply is then written again with the tool's answer in view.
+   The Qwen 1.5B embedded model seldom holds a reply back this way (it sent all four
+   refund promises of a probe on, in either option order), so the review is a safety
+   net for stronger decide-first models, not a guarantee on the embedded one.
 
 The decision and the review carry no chat turns: the conversation is one fenced block
 (`agents.llm.decision_transcript`) under the question, so the model classifies it
