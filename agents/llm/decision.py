@@ -15,9 +15,10 @@ a step with transfer targets or tools is two calls:
    tool, read against the tools' descriptions. A tool that says when it applies ("before
    promising a refund") is to be consulted when the reply does that, even if the first
    decision missed it; the reply is then written again with the tool's answer in view.
-   The Qwen 1.5B embedded model seldom holds a reply back this way (it sent all four
-   refund promises of a probe on, in either option order), so the review is a safety
-   net for stronger decide-first models, not a guarantee on the embedded one.
+   The Qwen 1.5B embedded model seldom holds a reply back this way (in a probe it sent
+   on 4 of 4 refund promises with the tool listed second, 3 of 3 with it first), so
+   the review is a safety net for stronger decide-first models, not a guarantee on the
+   embedded one.
 
 The decision and the review carry no chat turns: the conversation is one fenced block
 (`agents.llm.decision_transcript`) under the question, so the model classifies it
