@@ -105,6 +105,7 @@ class StepOptions:
 
     @property
     def recital_source(self) -> str:
+        """The text a reply is checked against for a recital (see `own_words`)."""
         return self.own_words or self.instruction
 
     def choices(self, *, answer: bool = True) -> list[Choice]:
