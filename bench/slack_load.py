@@ -94,6 +94,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def run_queue_seconds(pid: int) -> float:
+    """Time a process's threads have spent runnable but waiting for a CPU (Linux
+    schedstat): on a shared machine, the share of the load the process could not serve."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (FileNotFoundError, IndexError):
+            continue  # the thread ended meanwhile
+    return total / 1e9
+
+
 @dataclass
 class Trial:
     """What one run at one rate measured, for the bot and the bare baseline."""
@@ -107,6 +119,8 @@ class Trial:
     lost: dict[str, int]
     dup: dict[str, int]
     cpu_ms: dict[str, float]
+    wall: float
+    run_queue_s: float
 
     def sustained(self, margin_ms: float) -> bool:
         """The bot answered every message once, reply p99 within model time + margin."""
@@ -134,6 +148,11 @@ class Trial:
         print(
             f"CPU ms per message: bot {self.cpu_ms['bot']:.2f}  bare echo {self.cpu_ms['bare']:.2f}"
             f"  ratio {self.cpu_ms['bot'] / self.cpu_ms['bare']:.2f}"
+        )
+        busy = self.cpu_ms["bot"] * self.total / 1000 / self.wall
+        print(
+            f"bot process: {busy:.2f} of a core, and {self.run_queue_s / self.wall:.2f} "
+            "more waiting for one (run queue: other processes held the CPUs)"
         )
         print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
 
@@ -201,6 +220,7 @@ async def run_trial(
         tasks: set[asyncio.Task[None]] = set()
         total = int(seconds * rate)
         cpu_start = {"bot": cpu_seconds(bot_process.pid), "bare": cpu_seconds(bare_process.pid)}
+        queue_start = run_queue_seconds(bot_process.pid)
         t0 = time.perf_counter()
         for n in range(total):
             target = t0 + n / rate
@@ -212,7 +232,8 @@ async def run_trial(
                 "type": "message",
                 "channel_type": "im",
                 "channel": f"D{thread}",
-                "user": "U1",
+                # One person per thread, as in a workspace: the per-user rate stays on.
+                "user": f"U{thread}",
                 "text": f"m{n}",
                 "ts": ts,
             }
@@ -233,8 +254,13 @@ async def run_trial(
             for which, process in (("bot", bot_process), ("bare", bare_process)):
                 if which not in cpu_end and counts[which] >= total:
                     cpu_end[which] = cpu_seconds(process.pid)
+                    if which == "bot":
+                        wall = time.perf_counter() - t0
+                        queue_end = run_queue_seconds(process.pid)
             await asyncio.sleep(0.2)
         await asyncio.sleep(1)
+        if "bot" not in cpu_end:
+            wall, queue_end = time.perf_counter() - t0, run_queue_seconds(bot_process.pid)
         for which, process in (("bot", bot_process), ("bare", bare_process)):
             cpu_end.setdefault(which, cpu_seconds(process.pid))
         replies: dict[str, Counter[str]] = {"bot": Counter(), "bare": Counter()}
@@ -257,6 +283,8 @@ async def run_trial(
         lost={w: sum(1 for m in sent_at if replies[w][m] == 0) for w in replies},
         dup={w: sum(c - 1 for c in replies[w].values() if c > 1) for w in replies},
         cpu_ms={w: (cpu_end[w] - cpu_start[w]) * 1000 / total for w in cpu_end},
+        wall=wall,
+        run_queue_s=queue_end - queue_start,
     )
 
 

@@ -122,9 +122,16 @@ def is_retryable(exc: BaseException) -> bool:
 class WriterLock:
     """SQLite's one-writer slot, with two queues: urgent writers go first.
 
-    The write that acknowledges a Slack delivery must not wait behind a burst of
-    invocation writes (Slack wants its ack within 3 s; we aim for milliseconds), so it
-    jumps the queue. Within each queue the order is first come, first served.
+    A free slot is taken at once, even while writers are queued. Our transactions run to
+    the end without yielding to the event loop (`storage.sqlite_inline`,
+    `SqlGate._connect`), so the slot is free whenever a coroutine gets to ask for it.
+    Handing it to the next queued writer instead would leave it idle until that writer's
+    turn on the loop, and every writer arriving meanwhile would queue too: one write per
+    loop iteration, a convoy that held the bot to about 20 messages a second with its CPU
+    half idle (issue 18). The queues matter when a transaction does yield (the first
+    connection opens on a thread): then the write that acknowledges a Slack delivery goes
+    ahead of invocation writes (Slack wants its ack within 3 s), and within each queue
+    the order is first come, first served.
     """
 
     def __init__(self) -> None:
@@ -134,34 +141,40 @@ class WriterLock:
 
     @contextlib.asynccontextmanager
     async def hold(self, *, urgent: bool = False) -> AsyncIterator[None]:
-        if self._held or self._urgent or self._normal:
+        queue = self._urgent if urgent else self._normal
+        woken = False
+        while self._held:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            (self._urgent if urgent else self._normal).append(waiter)
+            # Woken but beaten to the slot by a yielding writer: keep the place in line.
+            if woken:
+                queue.appendleft(waiter)
+            else:
+                queue.append(waiter)
             try:
                 await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():
-                    self._release()  # handed the slot just as we were cancelled
+                    self._wake()  # woken just as it was cancelled: pass the wake-up on
                 else:
-                    # `_release` may have dropped the cancelled waiter already.
+                    # `_wake` may have dropped the cancelled waiter already.
                     with contextlib.suppress(ValueError):
-                        (self._urgent if urgent else self._normal).remove(waiter)
+                        queue.remove(waiter)
                 raise
-        else:
-            self._held = True
+            woken = True
+        self._held = True
         try:
             yield
         finally:
-            self._release()
+            self._held = False
+            self._wake()
 
-    def _release(self) -> None:
+    def _wake(self) -> None:
         for queue in (self._urgent, self._normal):
             while queue:
                 waiter = queue.popleft()
                 if not waiter.done():
-                    waiter.set_result(None)  # the slot passes on; _held stays True
+                    waiter.set_result(None)
                     return
-        self._held = False
 
 
 class SqlGate:
@@ -199,9 +212,8 @@ class SqlGate:
         agent runtime lets them escape an invocation without knowing the database.
         """
         try:
-            async with self.engine.connect() as conn:
-                async with conn.begin():
-                    return await fn(conn)
+            async with self._connect(self.engine) as conn, conn.begin():
+                return await fn(conn)
         except (SQLAlchemyError, OSError) as exc:
             raise StorageReadError(f"the database read failed: {first_line(exc)}") from exc
 
@@ -231,8 +243,29 @@ class SqlGate:
         raise AssertionError("unreachable")
 
     async def _write_once(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        async with self._write_engine.begin() as conn:
+        async with self._connect(self._write_engine) as conn, conn.begin():
             return await fn(conn)
+
+    @contextlib.asynccontextmanager
+    async def _connect(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+        """A connection from `engine`'s pool, given back on exit.
+
+        SQLAlchemy's own `async with engine.connect()` closes in a task of its own,
+        shielded from cancellation, so every transaction waited a turn of the event loop
+        on its way out, and on SQLite it did so holding the writer slot: under load the
+        writes queued one per loop iteration. An inline SQLite connection closes without
+        suspending (`storage.sqlite_inline`), so no cancellation can land half-way and
+        it closes directly; PostgreSQL's close does suspend and keeps the shield.
+        """
+        if not self.is_sqlite:
+            async with engine.connect() as conn:
+                yield conn
+            return
+        conn = await engine.connect()
+        try:
+            yield conn
+        finally:
+            await conn.close()
 
 
 def first_line(exc: BaseException) -> str:
