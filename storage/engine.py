@@ -205,9 +205,17 @@ class SqlGate:
                 engine.url, pool_size=2, max_overflow=0
             )
         self._sqlite_writer = WriterLock()
+        # SQLite file: one reading and one writing connection kept checked out between
+        # transactions (see `_connect`).
+        self._kept: dict[str, AsyncConnection] | None = (
+            {} if self.is_sqlite and self._own_writer is not None else None
+        )
 
     async def close(self) -> None:
         """Release the writers' own connections (the caller disposes `engine`)."""
+        for conn in list((self._kept or {}).values()):
+            await conn.close()
+        self._kept = None
         if self._own_writer is not None:
             await self._own_writer.dispose()
 
@@ -224,7 +232,7 @@ class SqlGate:
         agent runtime lets them escape an invocation without knowing the database.
         """
         try:
-            async with self._connect(self.engine) as conn, conn.begin():
+            async with self._connect(self.engine, keep="read") as conn, conn.begin():
                 return await fn(conn)
         except (SQLAlchemyError, OSError) as exc:
             raise StorageReadError(f"the database read failed: {first_line(exc)}") from exc
@@ -241,7 +249,7 @@ class SqlGate:
             try:
                 if self.is_sqlite:
                     async with self._sqlite_writer.hold(urgent=urgent):
-                        return await self._write_once(self._write_engine, fn)
+                        return await self._write_once(self._write_engine, fn, keep="write")
                 engine = self._urgent_engine if urgent else self._write_engine
                 return await self._write_once(engine, fn)
             except DBAPIError as exc:
@@ -256,14 +264,23 @@ class SqlGate:
         raise AssertionError("unreachable")
 
     async def _write_once(
-        self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[T]]
+        self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[T]], keep: str = ""
     ) -> T:
-        async with self._connect(engine) as conn, conn.begin():
+        async with self._connect(engine, keep=keep) as conn, conn.begin():
             return await fn(conn)
 
     @contextlib.asynccontextmanager
-    async def _connect(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-        """A connection from `engine`'s pool, given back on exit.
+    async def _connect(
+        self, engine: AsyncEngine, *, keep: str = ""
+    ) -> AsyncIterator[AsyncConnection]:
+        """A connection from `engine`'s pool, given back on exit; on a SQLite file, the
+        connection kept in slot `keep` when it is free.
+
+        A pool checkout and check-in cost about as much CPU as the statements of a short
+        transaction, so SQLite keeps one connection for reads and one for writes checked
+        out. A transaction takes the kept one out of its slot while it runs, so one that
+        yields (only the first connect does) never shares it: a second reader meanwhile
+        uses the pool. A connection that saw an error is closed rather than kept.
 
         SQLAlchemy's own `async with engine.connect()` closes in a task of its own,
         shielded from cancellation, so every transaction waited a turn of the event loop
@@ -276,10 +293,16 @@ class SqlGate:
             async with engine.connect() as conn:
                 yield conn
             return
-        conn = await engine.connect()
+        kept = self._kept.pop(keep, None) if self._kept is not None and keep else None
+        conn = kept or await engine.connect()
         try:
             yield conn
-        finally:
+        except BaseException:
+            await conn.close()
+            raise
+        if self._kept is not None and keep and keep not in self._kept:
+            self._kept[keep] = conn
+        else:
             await conn.close()
 
 

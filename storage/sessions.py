@@ -27,6 +27,7 @@ from agents.sessions.session import Session
 from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
 from storage.errors import SessionExistsError
+from storage.prepared import Prepared
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_scoped, read_users, write_scoped
 from storage.threads import ThreadRecord
@@ -70,13 +71,13 @@ _EVENTS_SINCE_COMPACTION = _ALL_EVENTS.where(
 )
 # Takes the next seq and locks the row in one statement (an UPDATE locks on PostgreSQL
 # too); for appends that change no session state, the common case.
-_ADVANCE = (
+_ADVANCE = Prepared(
     sa.update(sessions)
     .where(_BY_KEY)
     .values(last_seq=sessions.c.last_seq + 1, updated_at=sa.bindparam("b_ts"))
     .returning(sessions.c.pk, sessions.c.last_seq)
 )
-_INSERT_EVENT = sa.insert(events)
+_INSERT_EVENT = Prepared(sa.insert(events))
 # Which columns it sets is decided by the parameters it is executed with.
 _UPDATE_SESSION = sa.update(sessions).where(sessions.c.pk == sa.bindparam("b_pk"))
 
@@ -233,19 +234,21 @@ class SqlSessionService:
         key = _key_params(session.app_name, session.user_id, session.id)
 
         async def tx(conn: AsyncConnection) -> Event:
-            if own or compaction is not None:
-                row = (await conn.execute(lock, key)).first()
+            advanced = not own and compaction is None
+            if advanced:
+                advance = await _ADVANCE.rows(conn, {**key, "b_ts": event.timestamp})
+                row = advance[0] if advance else None
             else:
-                row = (await conn.execute(_ADVANCE, {**key, "b_ts": event.timestamp})).first()
+                row = (await conn.execute(lock, key)).first()
             if row is None:
                 raise SessionNotFoundError(session.id)
-            advanced = not own and compaction is None
-            seq = row.last_seq if advanced else row.last_seq + 1
+            pk, last_seq = row[0], row[1]
+            seq = last_seq if advanced else last_seq + 1
             stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
-            await conn.execute(
-                _INSERT_EVENT,
+            await _INSERT_EVENT.rowcount(
+                conn,
                 {
-                    "session_pk": row.pk,
+                    "session_pk": pk,
                     "seq": seq,
                     "event_id": stored.id,
                     "invocation_id": stored.invocation_id,
@@ -256,7 +259,7 @@ class SqlSessionService:
                 },
             )
             if not advanced:
-                changes: dict[str, Any] = {"b_pk": row.pk, "last_seq": seq}
+                changes: dict[str, Any] = {"b_pk": pk, "last_seq": seq}
                 changes["updated_at"] = stored.timestamp
                 if own:
                     changes["state"] = {**row.state, **own}

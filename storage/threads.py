@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import sessions, threads
 
 ThreadStatus = Literal["active", "handed_off", "closed"]
@@ -76,7 +77,7 @@ _BY_KEY = sa.and_(
     threads.c.thread_ts == sa.bindparam("b_ts"),
 )
 _SELECT = sa.select(threads).where(_BY_KEY)
-_UPDATE = sa.update(threads).where(_BY_KEY).returning(threads.c.thread_ts)
+_UPDATE = Prepared(sa.update(threads).where(_BY_KEY).returning(threads.c.thread_ts))
 
 
 def _key_params(key: ThreadKey) -> dict[str, Any]:
@@ -140,7 +141,7 @@ async def touch_in(
     values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
     if owner_agent is not None:
         values["owner_agent"] = owner_agent
-    return (await conn.execute(_UPDATE, {**_key_params(key), **values})).first() is not None
+    return bool(await _UPDATE.rows(conn, {**_key_params(key), **values}))
 
 
 class ThreadStore:
@@ -205,7 +206,7 @@ class ThreadStore:
         async def tx(conn: AsyncConnection) -> bool:
             if not guards:
                 params = {**_key_params(key), **values}
-                return (await conn.execute(_UPDATE, params)).first() is not None
+                return bool(await _UPDATE.rows(conn, params))
             stmt = (
                 sa.update(threads)
                 .where(_key_where(key), *guards)

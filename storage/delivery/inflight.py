@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
 from storage.threads import ThreadKey, touch_in
 
@@ -75,8 +76,8 @@ _OWNED = sa.and_(
     inflight.c.message_ts == sa.bindparam("b_ts"),
     inflight.c.owner == sa.bindparam("b_owner"),
 )
-_UPDATE_OWNED = sa.update(inflight).where(_OWNED).returning(inflight.c.message_ts)
-_DELETE_OWNED = sa.delete(inflight).where(_OWNED)
+_UPDATE_OWNED = Prepared(sa.update(inflight).where(_OWNED).returning(inflight.c.message_ts))
+_DELETE_OWNED = Prepared(sa.delete(inflight).where(_OWNED))
 
 
 def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
@@ -186,7 +187,7 @@ class InflightStore:
     async def _update_owned(self, key: InflightKey, owner: str, values: dict[str, Any]) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
             params = {**_owned_params(key, owner), **values}
-            return (await conn.execute(_UPDATE_OWNED, params)).first() is not None
+            return bool(await _UPDATE_OWNED.rows(conn, params))
 
         return await self._gate.write(tx)
 
@@ -207,7 +208,7 @@ class InflightStore:
         if `owner` still holds it."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            return (await conn.execute(_DELETE_OWNED, _owned_params(key, owner))).rowcount > 0
+            return await _DELETE_OWNED.rowcount(conn, _owned_params(key, owner)) > 0
 
         return await self._gate.write(tx)
 
@@ -218,7 +219,7 @@ class InflightStore:
 
         async def tx(conn: AsyncConnection) -> bool:
             params = _owned_params(key, owner)
-            finished = (await conn.execute(_DELETE_OWNED, params)).rowcount > 0
+            finished = await _DELETE_OWNED.rowcount(conn, params) > 0
             await touch_in(conn, thread, now=now, owner_agent=owner_agent)
             return finished
 
