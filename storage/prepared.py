@@ -34,13 +34,34 @@ class Prepared:
 
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
+        columns = list(getattr(statement, "exported_columns", ()))
+        self.keys: tuple[str, ...] = tuple(str(c.key) for c in columns)
+        self._types = [c.type for c in columns]
         self._sqlite: dict[frozenset[str], _Compiled] = {}
+        self._decoders: list[tuple[int, Callable[[Any], Any]]] | None = None
 
     async def rows(self, conn: AsyncConnection, params: Mapping[str, Any]) -> Sequence[Any]:
-        """The rows the statement returns, as tuples in the order of its columns."""
+        """The rows the statement returns, as tuples in the order of `keys`."""
         if conn.dialect.name != "sqlite":
             return (await conn.execute(self.statement, dict(params))).all()
-        return self._run_sqlite(conn, params).fetchall()
+        rows = self._run_sqlite(conn, params).fetchall()
+        decoders = self._result_decoders(conn.dialect)
+        if not decoders or not rows:
+            return rows
+        decoded = []
+        for row in rows:
+            values = list(row)
+            for index, decode in decoders:
+                values[index] = decode(values[index])
+            decoded.append(values)
+        return decoded
+
+    async def mappings(
+        self, conn: AsyncConnection, params: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The rows as dicts keyed by column."""
+        keys = self.keys
+        return [dict(zip(keys, row, strict=True)) for row in await self.rows(conn, params)]
 
     async def rowcount(self, conn: AsyncConnection, params: Mapping[str, Any]) -> int:
         """How many rows the statement changed."""
@@ -59,6 +80,16 @@ class Prepared:
             return driver._conn.execute(sql, args)  # type: ignore[union-attr,no-any-return]
         except sqlite3.Error as exc:
             raise DBAPIError.instance(sql, args, exc, sqlite3.Error) from exc
+
+    def _result_decoders(self, dialect: Dialect) -> list[tuple[int, Callable[[Any], Any]]]:
+        # The columns' own result processors (JSON text to objects, 0/1 to booleans).
+        if self._decoders is None:
+            found = (
+                (index, kind.dialect_impl(dialect).result_processor(dialect, None))
+                for index, kind in enumerate(self._types)
+            )
+            self._decoders = [(index, fn) for index, fn in found if fn is not None]
+        return self._decoders
 
     def _compiled(self, dialect: Dialect, params: Mapping[str, Any]) -> _Compiled:
         # An INSERT or UPDATE sets the columns named by its parameters, so the SQL

@@ -54,19 +54,22 @@ _BY_KEY = sa.and_(
     sessions.c.user_id == sa.bindparam("b_user"),
     sessions.c.session_id == sa.bindparam("b_session"),
 )
-_SELECT_SESSION = sa.select(sessions).where(_BY_KEY)
-_SESSION_EXISTS = sa.select(sessions.c.pk).where(_BY_KEY)
+_SELECT_SESSION = Prepared(sa.select(sessions).where(_BY_KEY))
+_SESSION_EXISTS = Prepared(sa.select(sessions.c.pk).where(_BY_KEY))
 _LOCK_FOR_APPEND = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(_BY_KEY)
 _LOCK_FOR_APPEND_PG = _LOCK_FOR_APPEND.with_for_update()
-_ALL_EVENTS = (
+_ALL_EVENTS_QUERY = (
     sa.select(events.c.pk, events.c.data)
     .where(events.c.session_pk == sa.bindparam("b_pk"), events.c.seq <= sa.bindparam("b_last"))
     .order_by(events.c.seq)
 )
-_EVENTS_SINCE_COMPACTION = _ALL_EVENTS.where(
-    sa.or_(
-        events.c.seq >= sa.bindparam("b_start"),
-        events.c.seq == sa.bindparam("b_compaction"),
+_ALL_EVENTS = Prepared(_ALL_EVENTS_QUERY)
+_EVENTS_SINCE_COMPACTION = Prepared(
+    _ALL_EVENTS_QUERY.where(
+        sa.or_(
+            events.c.seq >= sa.bindparam("b_start"),
+            events.c.seq == sa.bindparam("b_compaction"),
+        )
     )
 )
 # Takes the next seq and locks the row in one statement (an UPDATE locks on PostgreSQL
@@ -91,6 +94,7 @@ class SqlSessionService:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._insert_empty = Prepared(gate.insert(sessions).on_conflict_do_nothing())
 
     async def create_session(
         self,
@@ -145,25 +149,28 @@ class SqlSessionService:
     ) -> Session | None:
         async def tx(conn: AsyncConnection) -> Session | None:
             key = _key_params(app_name, user_id, session_id)
-            row = (await conn.execute(_SELECT_SESSION, key)).first()
-            if row is None:
+            found = await _SELECT_SESSION.mappings(conn, key)
+            if not found:
                 return None
-            params = {"b_pk": row.pk, "b_last": row.last_seq}
-            windowed = since_compaction and row.compaction_seq > 0
+            row = found[0]
+            params = {"b_pk": row["pk"], "b_last": row["last_seq"]}
+            windowed = since_compaction and row["compaction_seq"] > 0
             query = _ALL_EVENTS
             if windowed:
                 query = _EVENTS_SINCE_COMPACTION
-                params.update(b_start=row.compaction_start_seq, b_compaction=row.compaction_seq)
-            event_rows = (await conn.execute(query, params)).all()
+                params.update(
+                    b_start=row["compaction_start_seq"], b_compaction=row["compaction_seq"]
+                )
+            event_rows = await query.rows(conn, params)
             return Session(
                 id=session_id,
                 app_name=app_name,
                 user_id=user_id,
-                state=await _merged_state(conn, app_name, user_id, row.state),
+                state=await _merged_state(conn, app_name, user_id, row["state"]),
                 events=_decode(event_rows, session_id),
-                created_at=row.created_at,
-                last_update_time=row.updated_at,
-                events_complete=not windowed or len(event_rows) == row.last_seq,
+                created_at=row["created_at"],
+                last_update_time=row["updated_at"],
+                events_complete=not windowed or len(event_rows) == row["last_seq"],
             )
 
         return await self._gate.read(tx)
@@ -204,21 +211,20 @@ class SqlSessionService:
         key = _key_params(thread.app_name, thread.user_id, thread.session_id)
 
         async def exists(conn: AsyncConnection) -> bool:
-            return (await conn.execute(_SESSION_EXISTS, key)).first() is not None
+            return bool(await _SESSION_EXISTS.rows(conn, key))
 
         async def create(conn: AsyncConnection) -> None:
             now = time.time()
-            await conn.execute(
-                self._gate.insert(sessions)
-                .values(
-                    app_name=thread.app_name,
-                    user_id=thread.user_id,
-                    session_id=thread.session_id,
-                    state={},
-                    created_at=now,
-                    updated_at=now,
-                )
-                .on_conflict_do_nothing()
+            await self._insert_empty.rowcount(
+                conn,
+                {
+                    "app_name": thread.app_name,
+                    "user_id": thread.user_id,
+                    "session_id": thread.session_id,
+                    "state": {},
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
 
         if probably_new or not await self._gate.read(exists):
@@ -326,8 +332,7 @@ async def _merged_state(
 def _decode(rows: Sequence[Any], session_id: str) -> list[Event]:
     """Events from their JSON; a corrupt row is logged and skipped, not fatal."""
     decoded = []
-    for row in rows:
-        pk, data = row.pk, row.data
+    for pk, data in rows:
         try:
             decoded.append(Event.model_validate_json(data))
         except (ValidationError, ValueError) as exc:

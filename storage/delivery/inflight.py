@@ -80,6 +80,19 @@ _UPDATE_OWNED = Prepared(sa.update(inflight).where(_OWNED).returning(inflight.c.
 _DELETE_OWNED = Prepared(sa.delete(inflight).where(_OWNED))
 
 
+_EARLIER_BY_OTHERS = Prepared(
+    sa.select(
+        sa.exists().where(
+            inflight.c.owner != sa.bindparam("b_owner"),
+            inflight.c.team_id == sa.bindparam("b_team"),
+            inflight.c.channel_id == sa.bindparam("b_channel"),
+            inflight.c.thread_ts == sa.bindparam("b_thread"),
+            inflight.c.message_ts < sa.bindparam("b_ts"),
+        )
+    )
+)
+
+
 def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
     return {
         "b_team": key.team_id,
@@ -256,18 +269,16 @@ class InflightStore:
         """Whether an earlier message of the same thread is still unanswered by a process
         other than `owner`: a later one waits for it, so replies keep the thread's order.
         (`owner`'s own earlier messages are ordered by its thread worker already.)"""
-        query = sa.select(
-            sa.exists().where(
-                inflight.c.owner != owner,
-                inflight.c.team_id == key.team_id,
-                inflight.c.channel_id == key.channel_id,
-                inflight.c.thread_ts == thread_ts,
-                inflight.c.message_ts < key.message_ts,
-            )
-        )
+        params = {
+            "b_owner": owner,
+            "b_team": key.team_id,
+            "b_channel": key.channel_id,
+            "b_thread": thread_ts,
+            "b_ts": key.message_ts,
+        }
 
         async def tx(conn: AsyncConnection) -> bool:
-            return bool((await conn.execute(query)).scalar_one())
+            return bool((await _EARLIER_BY_OTHERS.rows(conn, params))[0][0])
 
         return await self._gate.read(tx)
 
