@@ -121,6 +121,7 @@ class Trial:
     cpu_ms: dict[str, float]
     wall: float
     run_queue_s: float
+    bench_cpu_s: float
 
     def sustained(self, margin_ms: float) -> bool:
         """The bot answered every message once, reply p99 within model time + margin."""
@@ -153,6 +154,10 @@ class Trial:
         print(
             f"bot process: {busy:.2f} of a core, and {self.run_queue_s / self.wall:.2f} "
             "more waiting for one (run queue: other processes held the CPUs)"
+        )
+        print(
+            f"load generator and fake Slack (this process): {self.bench_cpu_s / self.wall:.2f} "
+            "of a core (near 1.0, the benchmark itself limits)"
         )
         print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
 
@@ -221,6 +226,7 @@ async def run_trial(
         total = int(seconds * rate)
         cpu_start = {"bot": cpu_seconds(bot_process.pid), "bare": cpu_seconds(bare_process.pid)}
         queue_start = run_queue_seconds(bot_process.pid)
+        own_start = cpu_seconds(os.getpid())
         t0 = time.perf_counter()
         for n in range(total):
             target = t0 + n / rate
@@ -257,10 +263,12 @@ async def run_trial(
                     if which == "bot":
                         wall = time.perf_counter() - t0
                         queue_end = run_queue_seconds(process.pid)
+                        own_end = cpu_seconds(os.getpid())
             await asyncio.sleep(0.2)
         await asyncio.sleep(1)
         if "bot" not in cpu_end:
             wall, queue_end = time.perf_counter() - t0, run_queue_seconds(bot_process.pid)
+            own_end = cpu_seconds(os.getpid())
         for which, process in (("bot", bot_process), ("bare", bare_process)):
             cpu_end.setdefault(which, cpu_seconds(process.pid))
         replies: dict[str, Counter[str]] = {"bot": Counter(), "bare": Counter()}
@@ -285,6 +293,7 @@ async def run_trial(
         cpu_ms={w: (cpu_end[w] - cpu_start[w]) * 1000 / total for w in cpu_end},
         wall=wall,
         run_queue_s=queue_end - queue_start,
+        bench_cpu_s=own_end - own_start,
     )
 
 
