@@ -18,6 +18,7 @@ import contextlib
 import logging
 import random
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
@@ -71,9 +72,41 @@ def create_engine(url: str | URL) -> AsyncEngine:
 
 
 def _postgres_engine(url: URL, *, pool_size: int, max_overflow: int) -> AsyncEngine:
-    return create_async_engine(
-        url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True, pool_timeout=60
+    engine = create_async_engine(
+        url, pool_size=pool_size, max_overflow=max_overflow, pool_timeout=60
     )
+    _ping_when_idle(engine)
+    return engine
+
+
+# A connection used this recently is taken to be alive.
+_IDLE_BEFORE_PING_S = 5.0
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    """Check a pooled connection before use only when it sat idle.
+
+    SQLAlchemy's `pool_pre_ping` checks every checkout, and on asyncpg its check is three
+    round trips (BEGIN, an empty statement, ROLLBACK): more than most of our transactions
+    and over half of a message's round trips (issue 18). A connection that finished a
+    transaction seconds ago is known good; one idle for longer is pinged, and a dead one
+    is replaced, since the pool retries a checkout that raises `DisconnectionError`.
+    """
+    sync_engine = engine.sync_engine
+
+    @sa_event.listens_for(sync_engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @sa_event.listens_for(sync_engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < _IDLE_BEFORE_PING_S:
+            return
+        try:
+            sync_engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError("connection failed its ping") from exc
 
 
 def _is_memory(url: URL) -> bool:
@@ -188,6 +221,7 @@ class SqlGate:
         self.engine = engine
         self.is_sqlite = engine.dialect.name == "sqlite"
         self._own_writer: AsyncEngine | None = None
+        self._read_engine = engine
         self._write_engine = engine
         self._urgent_engine = engine
         if self.is_sqlite:
@@ -204,6 +238,10 @@ class SqlGate:
             self._own_writer = self._urgent_engine = _postgres_engine(
                 engine.url, pool_size=2, max_overflow=0
             )
+            # Under READ COMMITTED every statement sees its own snapshot whether or not a
+            # transaction wraps them, so reads skip BEGIN and COMMIT: two round trips of
+            # the four a one-statement read took.
+            self._read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._sqlite_writer = WriterLock()
         # SQLite file: one reading and one writing connection kept checked out between
         # transactions (see `_connect`).
@@ -226,13 +264,15 @@ class SqlGate:
         return postgresql.insert(table)
 
     async def read(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL).
+        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL; on
+        PostgreSQL, whose default READ COMMITTED gives each statement its own snapshot
+        anyway, without BEGIN and COMMIT).
 
         Database failures surface as `StorageReadError`, a `SessionStoreError`, so the
         agent runtime lets them escape an invocation without knowing the database.
         """
         try:
-            async with self._connect(self.engine, keep="read") as conn, conn.begin():
+            async with self._connect(self._read_engine, keep="read") as conn, conn.begin():
                 return await fn(conn)
         except (SQLAlchemyError, OSError) as exc:
             raise StorageReadError(f"the database read failed: {first_line(exc)}") from exc
