@@ -5,7 +5,11 @@ bare Bolt app that echoes after the same sleep, side by side, each in its own pr
 in production (`bench/load_apps.py`); the load generator and the fake Web API share this
 one. Sends RATE signed events per second for SECONDS across THREADS threads to both, then
 prints ack p50/p99 (target p99 < 50 ms), time to reply p50/p99, CPU ms per message of
-each process, replies lost or duplicated (must be 0) and the bot/bare ratios.
+each process, replies lost or duplicated (must be 0) and the bot/bare ratios. Each
+thread is one person's (user `U<thread>`), so the per-user rate limit stays at its
+default. On a shared machine it also prints how long the bot waited for a CPU (the run
+queue) and this process's own CPU: a trial the machine could not serve shows there,
+not as a fault of the bot.
 
     python bench/slack_load.py [--seconds 30] [--rate 200] [--threads 500]
     python bench/slack_load.py --find-capacity --seconds 60 [--rate 100]
@@ -149,6 +153,10 @@ class Trial:
         print(
             f"CPU ms per message: bot {self.cpu_ms['bot']:.2f}  bare echo {self.cpu_ms['bare']:.2f}"
             f"  ratio {self.cpu_ms['bot'] / self.cpu_ms['bare']:.2f}"
+        )
+        print(
+            f"one core's worth of bot CPU answers {1000 / self.cpu_ms['bot']:.0f} msg/s "
+            "(1000 / CPU ms per message)"
         )
         busy = self.cpu_ms["bot"] * self.total / 1000 / self.wall
         print(
