@@ -116,7 +116,7 @@ class ThreadLocks:
             batch, self._pending = self._pending, []
             try:
                 results = await self._send(batch)
-            except DBAPIError as exc:
+            except Exception as exc:  # every caller of the batch hears of it, none hangs
                 for call in batch:
                     _settle(call, exc)
                 continue
@@ -130,7 +130,7 @@ class ThreadLocks:
         params = {"keys": [c.ident for c in batch], "unlocks": [c.unlock for c in batch]}
         try:
             return [bool(v) for v in (await self._conn.execute(_CALLS, params)).scalars()]
-        except DBAPIError:
+        except Exception:
             await self._drop()
             raise
 
