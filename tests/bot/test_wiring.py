@@ -13,7 +13,7 @@ from bot.slack.app import create_services
 from bot.wiring import (
     LOCAL_REPETITION_PENALTY,
     build_digest_job,
-    build_summarizer,
+    build_summary_service,
     configured_models,
     process_owner,
 )
@@ -22,7 +22,7 @@ from storage.database import Database
 
 def summarizer(**settings: object) -> SummaryService:
     config = Settings(_env_file=None, **settings)  # type: ignore[call-arg]
-    service: SummaryService = build_summarizer(config, models=configured_models(config))
+    service: SummaryService = build_summary_service(config, models=configured_models(config))
     return service
 
 
@@ -54,7 +54,7 @@ def test_hosted_model_summaries_get_neither_unless_asked() -> None:
 def test_an_evaluation_replaces_the_validator() -> None:
     config = Settings(_env_file=None)  # type: ignore[call-arg]
     seed = Validator(strict=False)
-    service = build_summarizer(config, models=configured_models(config), validator=seed)
+    service = build_summary_service(config, models=configured_models(config), validator=seed)
     assert service.validator is seed
 
 
