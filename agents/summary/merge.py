@@ -1,8 +1,9 @@
 """Merging window records into one handoff record: deterministic code, no model.
 
 - Facts, decisions and commitments are the union of every window's, in window order.
-  Two items of a section are one when they state the same values and one's content
-  words hold the other's; the fuller one is kept, citing both (up to `MAX_SOURCES`).
+  Two items of a section are one when they say the same, or state the same values and
+  one's content words hold the other's; the fuller one is kept, citing both (up to
+  `MAX_SOURCES`).
 - A later decision about the same values supersedes an earlier one.
 - An open question is resolved when a later agent turn answers it (the validator's own
   rule, `answering_event`) or a later window records an item with its values. It is
@@ -36,11 +37,17 @@ def _sources(first: Item, second: Item) -> list[str]:
 
 
 def _same(a: Item, b: Item, extractor: EntityExtractor) -> Item | None:
-    """The one item `a` and `b` are, when they are duplicates; else None."""
-    if _values(a, extractor) != _values(b, extractor):
+    """The one item `a` and `b` are, when they are duplicates; else None. Items without
+    values are duplicates only when their texts are the same."""
+    values = _values(a, extractor)
+    if values != _values(b, extractor):
         return None
     terms_a, terms_b = key_terms(a.text), key_terms(b.text)
-    if a.text.casefold() == b.text.casefold() or terms_b <= terms_a:
+    if " ".join(a.text.casefold().split()) == " ".join(b.text.casefold().split()):
+        kept, other = a, b
+    elif not values:
+        return None
+    elif terms_b <= terms_a:
         kept, other = a, b
     elif terms_a <= terms_b:
         kept, other = b, a
