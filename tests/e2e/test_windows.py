@@ -138,7 +138,9 @@ async def test_a_40_event_thread_gives_4_window_records_and_one_merged_record(
     assert len(summaries.transcripts) == 4
     by_seq = {e.seq: e for e in events}
     for window in windows:
-        inside = {e.id for s, e in by_seq.items() if window.span.start_seq <= s <= window.span.end_seq}
+        inside = {
+            e.id for s, e in by_seq.items() if window.span.start_seq <= s <= window.span.end_seq
+        }
         assert sum(1 for e in by_seq.values() if e.id in inside and e.author == "user") == 5
         record = HandoffRecord.model_validate(window.record)
         assert set(record.cited_ids()) <= inside  # every citation inside its window
