@@ -23,7 +23,7 @@ async def eval_summaries(
     limit: int | None = None,
     seed_validator: bool = False,
     show_problems: bool = False,
-    mode: str = "both",
+    mode: str = "whole",
 ) -> int:
     """Summarise `limit` conversations (every nth).
 
