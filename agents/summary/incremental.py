@@ -31,7 +31,7 @@ from agents.quoting import defuse_fences, quoted
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.summary.checks.validator import ValidationResult, Validator
-from agents.summary.merge import merge_records
+from agents.summary.merge import merge_records, without_items
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_json
@@ -226,6 +226,12 @@ class IncrementalSummarizer:
         records = [HandoffRecord.model_validate(w.record) for w in passed]
         merged = merge_records(records, covered, extractor=self.service.extractor)
         checked = self.validator.check(ValidationResult(record=merged), covered)
+        named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
+        if named and all(p.where and p.where[0] in named for p in checked.problems):
+            # Only items are wrong, each over the whole thread (a value one window did
+            # not know was sensitive, say): drop them, never add text, and check again.
+            merged = without_items(merged, named)
+            checked = self.validator.check(ValidationResult(record=merged), covered)
         if not checked.passed:
             # Deterministic code merged validated records; a failure here is a merge bug
             # or a cross-window value, and the record is not shown unchecked.

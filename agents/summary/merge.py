@@ -22,7 +22,7 @@ from agents.events import Event
 from agents.summary.checks.claims import label_user_claims
 from agents.summary.checks.coverage import answering_event, key_terms
 from agents.summary.entities import EntityExtractor
-from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
+from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
 ASKED_PREFIX = "The user asked (answered later): "
 
@@ -148,10 +148,23 @@ def merge_records(
     return _keep_claims(merged, labelled)
 
 
+def without_items(record: HandoffRecord, paths: set[str]) -> HandoffRecord:
+    """`record` without the items at `paths` (`facts.2`, 1-based, as problems name them)."""
+    updates = {
+        section: [
+            item
+            for index, item in enumerate(getattr(record, section), start=1)
+            if f"{section}.{index}" not in paths
+        ]
+        for section in SECTIONS
+    }
+    return record.model_copy(update=updates)
+
+
 def _keep_claims(before: HandoffRecord, after: HandoffRecord) -> HandoffRecord:
     """`after`'s labels, with every item a window labelled a claim still one."""
     updates = {}
-    for section in ("facts", "decisions", "commitments", "open_questions"):
+    for section in SECTIONS:
         updates[section] = [
             new.model_copy(update={"user_claim": new.user_claim or old.user_claim})
             for old, new in zip(getattr(before, section), getattr(after, section), strict=True)

@@ -159,3 +159,27 @@ async def test_a_thread_where_no_window_passed_has_no_summary() -> None:
     [problem] = result.problems
     assert problem.kind is ProblemKind.WINDOW_GAP
     assert str(problem) == "events e1–e2 not summarised: dropped entity C-3003"
+
+
+async def test_an_item_only_the_whole_thread_shows_is_wrong_is_dropped_never_rewritten() -> None:
+    summarizer, session, _, _ = await live(
+        [
+            ("My PIN is 4321.", "Thanks, noted."),
+            ("Unlock account A-1001 with 4321.", "Unlocking account A-1001 now."),
+        ],
+        [
+            answer("Unlock an account"),
+            # Window 2 alone cannot know 4321 is the PIN window 1 masked.
+            answer(
+                "Unlock account A-1001",
+                facts=[
+                    item("The user gave 4321 to unlock", "e3"),
+                    item("Account A-1001 is being unlocked", "e3", "e4"),
+                ],
+            ),
+        ],
+    )
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert [f.text for f in result.record.facts] == ["Account A-1001 is being unlocked"]
+    assert "4321" not in result.record.all_text()
