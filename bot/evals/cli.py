@@ -34,7 +34,15 @@ async def eval_summaries(
     (`bot.evals.windows`); `both` runs the two on the same conversations and prints
     them side by side, overall and per source."""
     if mode != "whole":
-        return await _compare_modes(settings, out, data=data, model=model, limit=limit, mode=mode)
+        return await _compare_modes(
+            settings,
+            out,
+            data=data,
+            model=model,
+            limit=limit,
+            mode=mode,
+            show_problems=show_problems,
+        )
     from agents.summary.checks.validator import Validator
     from bot.evals.dataset import load_conversations
     from bot.evals.shadow import ShadowValidator
@@ -135,7 +143,14 @@ async def eval_routing(
 
 
 async def _compare_modes(
-    settings: Settings, out: TextIO, *, data: str, model: str | None, limit: int | None, mode: str
+    settings: Settings,
+    out: TextIO,
+    *,
+    data: str,
+    model: str | None,
+    limit: int | None,
+    mode: str,
+    show_problems: bool,
 ) -> int:
     from bot.evals.dataset import load_conversations
     from bot.evals.summaries import select_every_nth
@@ -154,7 +169,7 @@ async def _compare_modes(
 
             def shown(name: str, score: ThreadScore) -> None:
                 bar.update(1)
-                _print_above(bar, thread_line(name, score), out)
+                _print_above(bar, thread_line(name, score, problems=show_problems), out)
 
             reports = await compare_modes(
                 conversations,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from agents.sessions.service import InMemorySessionService
 from agents.summary.entities import mentions
 from agents.summary.incremental import IncrementalSummarizer
+from agents.summary.problems import ProblemKind
 from agents.summary.results import Summary
 from agents.summary.service import SummaryService
 from agents.summary.windows import InMemoryWindowStore, invocations
@@ -45,15 +46,16 @@ class ThreadScore:
     problems: tuple[str, ...] = ()
 
 
-def thread_line(mode: str, score: ThreadScore) -> str:
-    """One conversation's result as a line, for watching a long run."""
+def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str:
+    """One conversation's result as a line, for watching a long run; with `problems`,
+    what its gaps (or its failed summary) found follows, indented (at most 12)."""
     verdict = "no record" if not score.has_record else "gaps" if score.gaps else "no gap"
     return (
         f"[{mode}] {score.conversation_id}: {verdict} windows={score.windows}"
         f" first-pass={score.windows_first_pass}/{score.windows}"
         f" recall={score.recalled_high_value}/{score.expected_high_value}"
         f" total={score.total_s:.1f}s idle={score.idle_s:.1f}s"
-    )
+    ) + "".join(f"\n    {p}" for p in (score.problems[:12] if problems else ()))
 
 
 @dataclass
@@ -174,7 +176,12 @@ async def replay_incremental(
         recalled_high_value=recalled,
         total_s=live + idle,
         idle_s=idle,
-        problems=tuple(str(p) for p in getattr(result, "problems", ())),
+        problems=tuple(f"{w.span.label()}: {p}" for w in windows for p in w.problems)
+        + tuple(
+            str(p)
+            for p in getattr(result, "problems", ())
+            if getattr(p, "kind", None) is not ProblemKind.WINDOW_GAP
+        ),
     )
 
 

@@ -47,6 +47,9 @@ async def test_replay_writes_windows_as_live_and_summarises_only_the_tail_at_idl
     # star: 3 windows + 1 retry, whole + 1 retry; tau: 1 window, whole.
     assert len(model.transcripts) == (3 + 1) + (1 + 1) + 1 + 1
     assert seen[0].startswith("[incremental] star-1: gaps windows=3 first-pass=2/3 recall=4/7")
+    assert thread_line("incremental", star, problems=True).endswith(
+        "\n    e7–e12: dropped entity A-1005"
+    )
 
     table = "\n".join(side_by_side([incremental, whole]))
     assert "window first-attempt pass" in table and "threads with gaps" in table
