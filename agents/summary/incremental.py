@@ -48,6 +48,7 @@ from agents.summary.windows import (
 logger = logging.getLogger(__name__)
 
 CONTEXT_CHARS = 1500
+MODEL_CALL_FAILED = "model call failed"
 CONTEXT_HEADER = (
     "The record of this thread's earlier events, for context only. It is quoted data, "
     "not part of the transcript: do not repeat it, and cite only events of the transcript."
@@ -80,6 +81,11 @@ def gap_problem(window: StoredWindow) -> Problem:
         (window.span.start_id, window.span.end_id),
         f"events {window.span.label()} not summarised: {first}",
     )
+
+
+def unanswered(window: StoredWindow) -> bool:
+    """A gap only because every model call failed: no answer was ever judged."""
+    return window.record is None and all(p.startswith(MODEL_CALL_FAILED) for p in window.problems)
 
 
 class IncrementalSummarizer:
@@ -144,8 +150,11 @@ class IncrementalSummarizer:
         async with self._lock(session.id):
             stored = await self.store.windows(session.id)
             plan = plan_windows(session.events, stored, interval=self.interval)
-            windows = list(plan.kept)
-            for span in plan.todo:
+            # A window the model never answered (an outage, a timeout) is tried again; one
+            # whose answers failed validation stays the gap it is.
+            retried = [w.span for w in plan.kept if unanswered(w)]
+            windows = [w for w in plan.kept if not unanswered(w)]
+            for span in sorted([*retried, *plan.todo], key=lambda s: s.start_seq):
                 windows.append(await self._window(session, span, windows, closed_by="digest"))
         windows.sort(key=lambda w: w.span.start_seq)
         return self._merged(session, windows, time.perf_counter() - started)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from agents.events import Event, Part
+from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel
 from agents.sessions.service import InMemorySessionService
 from agents.sessions.session import Session
@@ -183,3 +184,22 @@ async def test_an_item_only_the_whole_thread_shows_is_wrong_is_dropped_never_rew
     assert isinstance(result, Summary), result
     assert [f.text for f in result.record.facts] == ["Account A-1001 is being unlocked"]
     assert "4321" not in result.record.all_text()
+
+
+async def test_a_window_the_model_never_answered_is_tried_again_by_the_digest() -> None:
+    down = ModelError("connection refused", code="model_unavailable")
+    summarizer, session, model, store = await live(
+        [("Order A-1001 is late.", "It ships tomorrow.")],
+        [
+            down,
+            down,
+            answer("Track order A-1001", facts=[item("Order A-1001 ships tomorrow", "e1", "e2")]),
+        ],
+    )
+    [gap] = await store.windows(session.id)
+    assert gap.record is None and gap.problems[0].startswith("model call failed")
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary) and result.gaps == ()
+    [window] = await store.windows(session.id)
+    assert window.status == "passed" and window.closed_by == "digest"
+    model.assert_complete()
