@@ -3,8 +3,9 @@ and the embedded llama.cpp server alike.
 
 Text deltas are yielded as they arrive (`LlmResponse(partial=True)`), then the complete
 response rebuilt from the chunks (`litellm.stream_chunk_builder`), with usage and cost.
-A failure before the first delta is retried as in a plain call; after it, the text
-already shown cannot be taken back, so the failure ends the call as a `ModelError`.
+A failure before the first delta (a malformed tool call too) is retried as in a plain
+call; after it, the text already shown cannot be taken back, so the failure ends the
+call as a `ModelError`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ async def stream_completion(
                 if delta:
                     shown = True
                     yield LlmResponse(parts=(Part(text=delta),), partial=True, model=model.name)
+            if not any(_answers(chunk) for chunk in chunks):
+                # No text and no call (a server that answered something else): try again.
+                raise ConnectionError("the model's stream held no answer")
         except Exception as exc:
             failure = classify(exc)
             policy = model.retry_policy
@@ -61,15 +65,32 @@ async def stream_completion(
             retry += 1
             await asyncio.sleep(delay)
             continue
-        break
-    raw = litellm.stream_chunk_builder(chunks, messages=params["messages"])
+        raw = litellm.stream_chunk_builder(chunks, messages=params["messages"])
+        try:
+            response = from_openai_response(raw)
+        except MalformedToolCall as exc:
+            # A tool call showed no text, so it can be asked for again, as in a plain call.
+            if shown or retry >= model.retry_policy.max_retries:
+                REGISTRY.inc(
+                    "support_bot_model_errors_total", agent=agent, code="malformed_tool_call"
+                )
+                message = f"{model.name}: malformed tool call after {retry + 1} attempts: {exc}"
+                raise ModelError(message, code="malformed_tool_call") from exc
+            model.log_retry(agent, "malformed_tool_call", str(exc), retry, 0.0)
+            retry += 1
+            continue
+        usage = model.usage_of(litellm, raw)
+        yield response.model_copy(update={"usage": usage, "model": model.name})
+        return
+
+
+def _answers(chunk: Any) -> bool:
+    """Whether a stream chunk carries any of the answer (text or a tool call)."""
     try:
-        response = from_openai_response(raw)
-    except MalformedToolCall as exc:
-        REGISTRY.inc("support_bot_model_errors_total", agent=agent, code="malformed_tool_call")
-        message = f"{model.name}: malformed tool call: {exc}"
-        raise ModelError(message, code="malformed_tool_call") from exc
-    yield response.model_copy(update={"usage": model.usage_of(litellm, raw), "model": model.name})
+        delta = chunk.choices[0].delta
+    except (AttributeError, IndexError):
+        return False
+    return bool(delta.content or getattr(delta, "tool_calls", None))
 
 
 def _delta_text(chunk: Any) -> str:

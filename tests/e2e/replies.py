@@ -10,8 +10,12 @@ from tests.fakes.slack_api import FakeSlackApi
 
 
 def finished(message: dict[str, Any]) -> bool:
-    """A bot message that is neither a "thinking" placeholder nor a stream still open."""
-    return not message.get("streaming") and message.get("text") != THINKING_TEXT
+    """A bot message that is neither a "thinking" placeholder nor a stream that is open,
+    or stopped and not yet rewritten (it then carries no complete-reply metadata)."""
+    if "chunks" in message:
+        written = bool(message.get("metadata")) or bool(message.get("edited"))
+        return not message.get("streaming") and written
+    return message.get("text") != THINKING_TEXT
 
 
 def bot_replies(slack: FakeSlackApi, channel: str, thread_ts: str | None = None) -> list[dict]:
@@ -55,3 +59,21 @@ def context_text(message: dict[str, Any]) -> str:
         if b["type"] == "context"
         for el in b["elements"]
     )
+
+
+def answers(slack: FakeSlackApi) -> list[dict]:
+    """Every finished answer in any channel, oldest first: a streamed reply or a replaced
+    placeholder (the reply, or a failure notice)."""
+    found = [
+        m
+        for channel in slack.messages.values()
+        for m in channel.values()
+        if m.get("bot_id") and ("chunks" in m or m.get("edited")) and finished(m)
+    ]
+    return sorted(found, key=lambda m: float(m["ts"]))
+
+
+async def wait_answers(slack: FakeSlackApi, count: int = 1, *, within: float = 10.0) -> list[dict]:
+    """Wait until `count` answers are finished (see `answers`); returns them all."""
+    await slack.wait_for(lambda api: len(answers(api)) >= count, within=within)
+    return answers(slack)

@@ -59,9 +59,9 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     await bot.idle()
 
     calls = posting_calls(slack)
-    assert [m for m, _ in calls][0] == "chat.startStream"
-    assert [m for m, _ in calls][-1] == "chat.stopStream"
-    assert {m for m, _ in calls} == {"chat.startStream", "chat.appendStream", "chat.stopStream"}
+    methods = [m for m, _ in calls]
+    assert methods[0] == "chat.startStream" and methods[-1] == "chat.stopStream"
+    assert set(methods) == {"chat.startStream", "chat.appendStream", "chat.stopStream"}
     start = calls[0][1]
     assert (start["channel"], start["thread_ts"]) == ("D1", "1700000001.000100")
     assert start["task_display_mode"] == "timeline"
@@ -69,7 +69,7 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     assert shown[0] == "task:support_supervisor → billing_agent"
     assert shown[1:] and set(shown[1:]) == {"text"}
     # Text goes in batches, never a call per delta, and the first delta at once.
-    assert len([m for m, _ in calls if m == "chat.appendStream"]) == 2
+    assert methods.count("chat.appendStream") == 2
 
     # Nothing sent ever held a live mention, though the model split one across deltas.
     assert all("<!" not in piece for piece in streamed_text(slack))

@@ -41,10 +41,16 @@ class Reply:
     body: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # Streamed, the answer hangs after this many chunks (a model that dies mid-reply).
+    stall_after: int | None = None
 
     def delayed(self, seconds: float) -> Reply:
         """The same reply, sent after `seconds` (use it to provoke client timeouts)."""
         return replace(self, delay=seconds)
+
+    def stalled(self, chunks: int) -> Reply:
+        """The same reply that, streamed, stops after `chunks` chunks and hangs."""
+        return replace(self, stall_after=chunks)
 
 
 Step = Reply | Callable[[dict[str, Any]], Reply]
@@ -228,15 +234,18 @@ class FakeOpenAIServer:
         if "choices" in response_body and not response_body.get("model"):
             # Echo the requested model, as real servers do, so litellm can price the call.
             response_body = {**response_body, "model": body.get("model", "test")}
-        if body.get("stream") and reply.status == 200 and "choices" in response_body:
-            return await self._stream(request, response_body)
+        choices = response_body.get("choices")
+        whole = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict)
+        if body.get("stream") and reply.status == 200 and whole:
+            return await self._stream(request, response_body, reply.stall_after)
         return web.json_response(response_body, status=reply.status, headers=reply.headers)
 
-    async def _stream(self, request: web.Request, completion: dict[str, Any]) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, completion: dict[str, Any], stall_after: int | None
+    ) -> web.StreamResponse:
         """`completion` as OpenAI's server-sent events: the text in deltas of
         `stream_chunk_chars`, tool calls whole, then the finish reason and the usage."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
         choice = completion["choices"][0]
         message = choice.get("message") or {}
         text = message.get("content") or ""
@@ -255,10 +264,17 @@ class FakeOpenAIServer:
         ]
         if completion.get("usage"):
             chunks.append({**base, "choices": [], "usage": completion["usage"]})
-        for chunk in chunks:
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
+        try:
+            await response.prepare(request)
+            for n, chunk in enumerate(chunks):
+                if n == stall_after:
+                    await self._closing.wait()
+                    return response
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client gave up (a timeout under test)
         return response
 
     async def _models(self, request: web.Request) -> web.Response:
