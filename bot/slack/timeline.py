@@ -9,6 +9,7 @@ each naming its agent. Pure: events in, chunk dicts out.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from agents.base_agent import BaseAgent
@@ -22,9 +23,10 @@ Chunk = dict[str, Any]
 _TITLE_CHARS = 256
 
 
+@functools.cache
 def workflow_steps(root: BaseAgent) -> frozenset[str]:
     """The agents that run as steps of a workflow agent (a sequential, loop or parallel
-    parent), whose turns show as steps."""
+    parent), whose turns show as steps. A tree is built once, so this is worked out once."""
     return frozenset(
         agent.name
         for agent in root.walk()
