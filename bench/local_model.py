@@ -83,6 +83,7 @@ REQUESTS = {
 }
 
 
+DM_WAIT_S = 900.0  # a loaded machine makes a decide-first turn slow
 DMS = (
     "I was charged twice for my subscription this month.",
     "The app crashes every time I open the settings page.",
@@ -120,8 +121,11 @@ async def dm_latency(endpoint: LocalEndpoint, runs: int) -> None:
                     channel = f"D{n + 1}"
                     sent = time.monotonic()
                     await bot.send_event(dm(DMS[n % len(DMS)], ts=slack.next_ts(), channel=channel))
-                    await bot.idle(within=300)
-                    times = stream_times(slack, channel, sent)
+                    deadline = sent + DM_WAIT_S
+                    while (times := stream_times(slack, channel, sent)) is None:
+                        if time.monotonic() > deadline:
+                            break
+                        await asyncio.sleep(0.2)
                     if times is not None:
                         firsts.append(times[0])
                         fulls.append(times[1])
