@@ -218,8 +218,6 @@ async def run_trial(
             "MODEL_DELAY": str(delay),
             "LOG_LEVEL": "WARNING",
             "STREAMING": streaming,
-            # Every event comes from one user: load, not that user's rate, is under test.
-            "USER_RATE_BURST": "1000000",
         }
         bot_process, bot_url = await start_app("bot", env)
         bare_process, bare_url = await start_app("bare", env)
