@@ -120,7 +120,7 @@ class Settings(BaseSettings):
         "falling back to a placeholder and chat.update; off: always the placeholder.",
     )
     stream_append_seconds: float = Field(
-        default=1.0,
+        default=2.0,
         ge=0,
         description="Reply text is appended to a stream at most this often (Tier 4 limits).",
     )

@@ -49,18 +49,30 @@ async def with_partials(
     author: str,
     work: Callable[[TextSink], Awaitable[LlmResponse]],
 ) -> AsyncIterator[Event | LlmResponse]:
-    """Run `work` (given a sink for text deltas), yielding one partial event per delta
-    while it runs, in order, then its response. Closing the iterator cancels the work."""
+    """Run `work` (given a sink for text deltas), yielding partial events of its deltas
+    while it runs, in order (those that queued up meanwhile joined into one), then its
+    response. Closing the iterator cancels the work."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
     task = asyncio.ensure_future(work(queue.put_nowait))
     task.add_done_callback(lambda _: queue.put_nowait(None))
     try:
-        while (delta := await queue.get()) is not None:
-            yield Event(
+        ended = False
+        while not ended and (delta := await queue.get()) is not None:
+            # Deltas that arrived while the caller was busy go out as one event: a model
+            # writes per token, and nobody gains from an event per token under load.
+            pieces = [delta]
+            while not queue.empty():
+                more = queue.get_nowait()
+                if more is None:
+                    ended = True
+                    break
+                pieces.append(more)
+            # Built without validation: the fields are the runtime's own, and this is per delta.
+            yield Event.model_construct(
                 invocation_id=ctx.invocation_id,
                 author=author,
                 branch=ctx.branch,
-                parts=(Part(text=delta),),
+                parts=(Part.model_construct(text="".join(pieces)),),
                 partial=True,
             )
         yield await task

@@ -39,7 +39,7 @@ def shape(events: list[Event]) -> list[tuple[str, str, str | None]]:
 
 async def test_reply_text_streams_as_partial_events_after_the_transfer() -> None:
     script = [transfer("billing_agent"), deltas("Refund <!chan", "nel> on its ", "way.")]
-    yielded, stored = await run(tree(ScriptedModel(script)), streaming=True)
+    yielded, stored = await run(tree(ScriptedModel(script, chunk_delay=0.02)), streaming=True)
     partial = [(e.author, e.text) for e in yielded if e.partial]
     assert partial == [
         ("billing_agent", "Refund <!chan"),
@@ -57,6 +57,12 @@ async def test_reply_text_streams_as_partial_events_after_the_transfer() -> None
     )
     assert final.id and stored[-1].id == final.id  # the complete event is stored
     assert not any(e.partial for e in stored)
+
+
+async def test_deltas_that_queue_up_meanwhile_come_as_one_event() -> None:
+    script = [transfer("billing_agent"), deltas("Refund ", "on its ", "way.")]
+    yielded, _ = await run(tree(ScriptedModel(script)), streaming=True)
+    assert [e.text for e in yielded if e.partial] == ["Refund on its way."]
 
 
 async def test_streaming_stores_and_yields_exactly_what_a_plain_run_does() -> None:

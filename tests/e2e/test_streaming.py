@@ -51,9 +51,10 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     model = ScriptedModel(
-        [transfer("billing_agent"), deltas("Your refund <!chan", "nel> is on ", "its way.")]
+        [transfer("billing_agent"), deltas("Your refund <!chan", "nel> is on ", "its way.")],
+        chunk_delay=0.4,
     )
-    bot = await start_bot(support_tree(model))
+    bot = await start_bot(support_tree(model), stream_append_seconds=0.5)
     await bot.send_event(dm("I was charged twice", ts="1700000001.000100"))
     await slack.wait_for("chat.stopStream")
     await bot.idle()
@@ -68,8 +69,9 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     shown = [k for _, args in calls[1:] for k in kinds(args)]
     assert shown[0] == "task:support_supervisor → billing_agent"
     assert shown[1:] and set(shown[1:]) == {"text"}
-    # Text goes in batches, never a call per delta, and the first delta at once.
+    # Text goes in batches, at most one call per STREAM_APPEND_SECONDS, never per delta.
     assert methods.count("chat.appendStream") == 2
+    assert kinds(calls[-1][1]) == ["text"]  # the rest came with the stop
 
     # Nothing sent ever held a live mention, though the model split one across deltas.
     assert all("<!" not in piece for piece in streamed_text(slack))
