@@ -5,9 +5,8 @@ with the context line naming the agent that owns the reply, as a placeholder's r
 Guarantees, the same as the placeholder's:
 - what the model wrote is made safe (mentions escaped, links honest) before any of it
   is sent (`render.markdown.MarkdownGate`), a mention split across deltas included;
-- text goes out at most once per `STREAM_APPEND_SECONDS` from the stream's start
-  (Slack's Tier 4 limit; a quick answer goes whole with the stop), never beyond the
-  length one reply message holds;
+- the first text goes out at once, then at most once per `STREAM_APPEND_SECONDS`
+  (Slack's Tier 4 limit), never beyond the length one reply message holds;
 - the stored reply is the truth: when what was streamed is not exactly its start (a
   step turned streamed text into a transfer, or the reply is longer than one message),
   the stream stops and the caller rewrites the message with `chat.update`, as it
@@ -117,9 +116,7 @@ class SlackStream:
         self.broken = False
         self._gate = MarkdownGate()
         self._pending = ""
-        # Text goes at most once per `interval`, counted from the stream's start: a model
-        # that answers at once sends its reply with the stop, in one call.
-        self._last_text_at = time.monotonic()
+        self._last_text_at: float | None = None  # the first text goes at once
         self._full = False
 
     async def observe(self, event: Event) -> None:
@@ -131,7 +128,7 @@ class SlackStream:
                 self._full = True  # the rest comes with the stored reply
             else:
                 self._pending += text
-        due = time.monotonic() - self._last_text_at >= self.interval
+        due = self._last_text_at is None or time.monotonic() - self._last_text_at >= self.interval
         if tasks or (self._pending and due):
             await self._append(tasks)
 
