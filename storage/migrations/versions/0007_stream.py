@@ -4,8 +4,8 @@ A reply streamed into Slack (`chat.startStream`) is one message from its first d
 its ts is kept like the placeholder's, so that after a crash the recovery finishes that
 message (or tells the thread in it) instead of posting a second one.
 
-Revision ID: 0006_stream
-Revises: 0005
+Revision ID: 0007_stream
+Revises: 0006_windows
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006_stream"
-down_revision = "0005"
+revision = "0007_stream"
+down_revision = "0006_windows"
 branch_labels = None
 depends_on = None
 
