@@ -250,6 +250,9 @@ class FakeSlackApi:
         }
         if args.get("thread_ts"):
             msg["thread_ts"] = args["thread_ts"]
+            if args.get("reply_broadcast") in (True, "true", "1"):
+                # Also shown in the channel (or DM), as Slack marks it.
+                msg["subtype"] = "thread_broadcast"
         self.messages.setdefault(channel, {})[ts] = msg
         return {"ok": True, "channel": channel, "ts": ts, "message": msg}
 
