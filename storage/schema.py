@@ -174,14 +174,13 @@ digests = sa.Table(
     sa.Index("ix_digests_session_last_seq", "source_session_id", "last_seq", unique=True),
 )
 
-# Every Slack message a digest was posted as (a long digest is several pages), so that
-# deleting a digest deletes all of it.
+# Every Slack message a digest was posted as in the lead channel (a long digest is
+# several pages), so that deleting a digest deletes all of it.
 digest_messages = sa.Table(
     "digest_messages",
     metadata,
     sa.Column("digest_id", RowId, primary_key=True),
     sa.Column("page", sa.Integer, primary_key=True),
-    sa.Column("channel_id", sa.String(32), nullable=False),
     sa.Column("ts", sa.String(32), nullable=False),
 )
 

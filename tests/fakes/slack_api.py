@@ -8,8 +8,10 @@ Usage::
         await slack.wait_for("chat.update", count=1)
         assert slack.calls_to("chat.update")[0]["text"] == ...
 
-What it serves: `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEphemeral`,
-`chat.delete`, `chat.getPermalink`, `conversations.replies`, `conversations.members`,
+What it serves: `auth.test`, `chat.postMessage` (keeping `metadata`, and marking a
+`reply_broadcast` as Slack does), `chat.update`, `chat.postEphemeral`, `chat.delete`,
+`chat.getPermalink`, `conversations.replies` and `conversations.history` (metadata only
+with `include_all_metadata`; history holds no thread replies), `conversations.members`,
 `conversations.info`, `users.info`, `views.open`, `views.publish`,
 `apps.connections.open` (answers `socket_url`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
@@ -248,9 +250,11 @@ class FakeSlackApi:
             "user": self.bot_user_id,
             "username": args.get("username"),
         }
+        if isinstance(args.get("metadata"), dict):
+            msg["metadata"] = args["metadata"]
         if args.get("thread_ts"):
             msg["thread_ts"] = args["thread_ts"]
-            if args.get("reply_broadcast") in (True, "true", "1"):
+            if _true(args.get("reply_broadcast")):
                 # Also shown in the channel (or DM), as Slack marks it.
                 msg["subtype"] = "thread_broadcast"
         self.messages.setdefault(channel, {})[ts] = msg
@@ -298,7 +302,39 @@ class FakeSlackApi:
         msgs = self.thread(args.get("channel", ""), args.get("ts", ""))
         if not msgs:
             return {"ok": False, "error": "thread_not_found"}
-        return {"ok": True, "messages": msgs, "has_more": False}
+        return {"ok": True, "messages": _shown(msgs, args), "has_more": False}
+
+    def _history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The channel's messages, newest first: top-level ones and thread broadcasts
+        (not thread replies), between `oldest` and `latest`, a page at a time."""
+        channel = str(args.get("channel", ""))
+        if channel not in self.messages and channel not in self.members:
+            return {"ok": False, "error": "channel_not_found"}
+        inclusive = _true(args.get("inclusive"))
+        oldest, latest = float(args.get("oldest") or 0), float(args.get("latest") or 1e12)
+
+        def within(ts: float) -> bool:
+            if inclusive:
+                return oldest <= ts <= latest
+            return oldest < ts < latest
+
+        msgs = [
+            m
+            for ts, m in self.messages.get(channel, {}).items()
+            if within(float(ts))
+            and (m.get("thread_ts") in (None, ts) or m.get("subtype") == "thread_broadcast")
+        ]
+        msgs.sort(key=lambda m: float(m["ts"]), reverse=True)
+        start = int(args.get("cursor") or 0)
+        limit = int(args.get("limit") or 100)
+        page = msgs[start : start + limit]
+        more = start + limit < len(msgs)
+        return {
+            "ok": True,
+            "messages": _shown(page, args),
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _members(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = args.get("channel", "")
@@ -328,6 +364,18 @@ class FakeSlackApi:
         return {"ok": True, "url": self.socket_url}
 
 
+def _true(value: Any) -> bool:
+    """A boolean argument as Slack reads it (JSON true, or "true"/"1" in a form or query)."""
+    return value is True or value in ("true", "1")
+
+
+def _shown(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Messages as a read method returns them: metadata only with `include_all_metadata`."""
+    if _true(args.get("include_all_metadata")):
+        return [dict(m) for m in messages]
+    return [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
+
+
 _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] = {
     "auth.test": FakeSlackApi._auth_test,
     "chat.postMessage": FakeSlackApi._post,
@@ -335,6 +383,7 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "chat.postEphemeral": lambda self, a: {"ok": True, "message_ts": self.next_ts()},
     "chat.getPermalink": FakeSlackApi._permalink,
     "conversations.replies": FakeSlackApi._replies,
+    "conversations.history": FakeSlackApi._history,
     "conversations.members": FakeSlackApi._members,
     "conversations.info": FakeSlackApi._info,
     "users.info": FakeSlackApi._user,

@@ -28,7 +28,6 @@ def upgrade() -> None:
         "digest_messages",
         sa.Column("digest_id", RowId, nullable=False),
         sa.Column("page", sa.Integer, nullable=False),
-        sa.Column("channel_id", sa.String(32), nullable=False),
         sa.Column("ts", sa.String(32), nullable=False),
         sa.PrimaryKeyConstraint("digest_id", "page", name="pk_digest_messages"),
     )
