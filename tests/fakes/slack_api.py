@@ -31,7 +31,6 @@ answers that HTTP status). Failed attempts are recorded in `attempts`, not `call
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
 from collections.abc import Callable
@@ -89,7 +88,8 @@ class FakeSlackApi:
         # channel -> ts -> message dict (text, blocks, user/bot_id, thread_ts, ...)
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}
         self._faults: dict[str, _Fault] = {}
-        self._ts = itertools.count(1)
+        self._before_answer: dict[str, Callable[[Call], None]] = {}
+        self._last_ts = 0.0
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -131,13 +131,23 @@ class FakeSlackApi:
         """Make the next `times` calls to `method` fail with `status`."""
         self._faults[method] = _Fault(status=status, remaining=times, retry_after=retry_after)
 
+    def before_answer(self, method: str, hook: Callable[[Call], None] | None) -> None:
+        """Run `hook` once Slack has done a `method` call but before the caller hears
+        back (to kill the caller in between, say); None removes it."""
+        if hook is None:
+            self._before_answer.pop(method, None)
+        else:
+            self._before_answer[method] = hook
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         """Arguments of every successful call to `method`, in arrival order."""
         return [c.args for c in self.calls if c.method == method]
 
     def next_ts(self) -> str:
-        """A fresh, increasing Slack timestamp."""
-        return f"{1_700_000_000 + next(self._ts)}.000100"
+        """A fresh, increasing Slack timestamp: like Slack's, the Unix time of the post
+        (to the microsecond), so that reading history `oldest` a time works."""
+        self._last_ts = max(time.time(), self._last_ts + 0.000001)
+        return f"{self._last_ts:.6f}"
 
     def add_message(
         self, channel: str, *, ts: str, text: str, user: str, thread_ts: str | None = None
@@ -210,7 +220,11 @@ class FakeSlackApi:
         if refused is not None:
             return self._refuse(Call(method, args), *refused)
         result = self._answer(method, args)
-        await self._record(Call(method, args))
+        call = Call(method, args)
+        await self._record(call)
+        hook = self._before_answer.get(method)
+        if hook is not None:
+            hook(call)
         return web.json_response(result)
 
     async def _handle_response_url(self, request: web.Request) -> web.Response:
