@@ -154,24 +154,13 @@ def _field(answer: SlackAnswer, key: str) -> Any:
 async def _find_posted(
     client: DigestPoster, channel: str, digest: StoredDigest, first: str | None
 ) -> dict[int, str]:
-    """The digest's pages already in `channel`, by their metadata."""
-    found: dict[int, str] = {}
-    cursor: str | None = None
-    oldest = f"{max(digest.created_at - CLOCK_SKEW_S, 0):.6f}"
-    for _ in range(_MAX_HISTORY_PAGES if first is None else 0):
-        answer = await client.conversations_history(
-            channel=channel, oldest=oldest, include_all_metadata=True, limit=_PAGE, cursor=cursor
-        )
-        first = next(
-            (str(m["ts"]) for m in _field(answer, "messages") or [] if digest.page_of(m) == 1),
-            None,
-        )
-        cursor = (_field(answer, "response_metadata") or {}).get("next_cursor") or None
-        if first is not None or cursor is None:
-            break
+    """The digest's pages already in `channel`, by their metadata (`first`: the first
+    page's ts, when it is known)."""
     if first is None:
-        return found
-    found[1] = first
+        first = await _find_first(client, channel, digest)
+    if first is None:
+        return {}
+    found = {1: first}
     replies = await client.conversations_replies(
         channel=channel, ts=first, include_all_metadata=True, limit=_PAGE
     )
@@ -180,3 +169,21 @@ async def _find_posted(
         if page is not None and page > 1:
             found[page] = str(message["ts"])
     return found
+
+
+async def _find_first(client: DigestPoster, channel: str, digest: StoredDigest) -> str | None:
+    """The ts of the digest's first page in the channel's history since the digest was
+    stored (newest first, a bounded number of pages), or None."""
+    cursor: str | None = None
+    oldest = f"{max(digest.created_at - CLOCK_SKEW_S, 0):.6f}"
+    for _ in range(_MAX_HISTORY_PAGES):
+        answer = await client.conversations_history(
+            channel=channel, oldest=oldest, include_all_metadata=True, limit=_PAGE, cursor=cursor
+        )
+        for message in _field(answer, "messages") or []:
+            if digest.page_of(message) == 1:
+                return str(message["ts"])
+        cursor = (_field(answer, "response_metadata") or {}).get("next_cursor") or None
+        if cursor is None:
+            return None
+    return None
