@@ -1,6 +1,7 @@
-"""Crash: `support-bot digest --once` is SIGKILLed after Slack took the digest's first
-message but before the process heard back, so its ts was never recorded. The next pass
-finds that message by its metadata in the lead channel and posts only the page that was
+"""Crash: `support-bot digest --once` is SIGKILLed after Slack took one of the digest's
+two messages but before the process heard back, so its ts was never recorded. The next
+pass finds that message by its metadata in the lead channel (the first page in the
+channel's history, the second in the first one's thread) and posts only what was
 missing: the lead channel shows the digest once."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from storage.database import Database
 from tests.e2e.harness import SIGNING_SECRET, BotHarness, dm, open_database
@@ -76,8 +79,9 @@ async def finished(proc: subprocess.Popen[bytes]) -> int:
     return await asyncio.to_thread(proc.wait, 60)
 
 
+@pytest.mark.parametrize("killed_at_page", [1, 2])
 async def test_digest_killed_after_posting_is_resumed_not_posted_twice(
-    slack: FakeSlackApi, openai: FakeOpenAIServer, tmp_path: Path
+    slack: FakeSlackApi, openai: FakeOpenAIServer, tmp_path: Path, killed_at_page: int
 ) -> None:
     # The thread: a conversation with the bot over real HTTP, on the SQLite file.
     db = await open_database(tmp_path)
@@ -93,14 +97,15 @@ async def test_digest_killed_after_posting_is_resumed_not_posted_twice(
     first = digest_pass(env, log)
 
     def kill(call: Call) -> None:
-        if call.args.get("channel") == LEAD:
+        if call.args.get("channel") == LEAD and len(slack.messages[LEAD]) == killed_at_page:
             first.send_signal(signal.SIGKILL)
 
     slack.before_answer("chat.postMessage", kill)
     assert await finished(first) == -signal.SIGKILL
     slack.before_answer("chat.postMessage", None)
-    [page_one] = slack.messages[LEAD].values()
-    assert page_one["metadata"]["event_payload"]["page"] == 1
+    posted = sorted(slack.messages[LEAD].values(), key=lambda m: float(m["ts"]))
+    assert [m["metadata"]["event_payload"]["page"] for m in posted] == [1, 2][:killed_at_page]
+    page_one = posted[0]
 
     second = digest_pass(env, log)
     assert await finished(second) == 0, log.read_text()[-2000:]
@@ -108,8 +113,11 @@ async def test_digest_killed_after_posting_is_resumed_not_posted_twice(
     # Page one once, and page two in its thread: the digest shows once.
     assert [m["metadata"]["event_payload"]["page"] for m in lead] == [1, 2]
     assert lead[1]["thread_ts"] == page_one["ts"]
-    history = slack.calls_to("conversations.history")
-    assert history and all(c["include_all_metadata"] in ("1", "true") for c in history)
+    # It was found by reading the lead channel with metadata: the history for a lost
+    # first page, the first page's thread for a lost second one.
+    read = "conversations.history" if killed_at_page == 1 else "conversations.replies"
+    reads = [c for c in slack.calls_to(read) if c["channel"] == LEAD]
+    assert reads and all(c["include_all_metadata"] in ("1", "true") for c in reads)
     db = await Database.open(env["DATABASE_URL"])
     try:
         [digest] = await db.digests.list_recent()
