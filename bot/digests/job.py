@@ -267,6 +267,8 @@ class DigestJob:
                 cost=result.usage.cost,
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
+                gaps=result.gaps,
+                windows=result.windows,
             )
             new = StoredDigest(digest_id, session.id, created_at)
             posted = await self._post_digest(thread, new, text, blocks, resume=False)
