@@ -6,7 +6,7 @@ Slack message a digest was posted as is recorded (`digest_messages`), so deletin
 digest deletes every page of it.
 
 Revision ID: 0006_limits
-Revises: 0005
+Revises: 0006_windows
 Create Date: 2026-12-01
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_limits"
-down_revision = "0005"
+down_revision = "0006_windows"
 branch_labels = None
 depends_on = None
 
