@@ -185,7 +185,7 @@ class SlackReplier:
             log.warning("message taken over by a peer", extra=_thread(key))
             return
         try:
-            stream = None if broadcast else await self._open_stream(key, msg, record)
+            stream = await self._open_stream(key, msg, record)
             if stream is not None:
                 placeholder_ts = stream.ts
                 await self.s.db.inflight.set_stream(tracked, stream.ts, owner=owner)
@@ -227,9 +227,9 @@ class SlackReplier:
         self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord
     ) -> SlackStream | None:
         """The reply's stream (`bot.slack.streaming`), unless `STREAMING=off` or Slack
-        will not stream here: then None, and a placeholder is posted instead. A top-level DM
-        is never streamed: its answer goes in the conversation's thread and must also show
-        at the bottom of the DM (`reply_broadcast`), which `chat.startStream` cannot do."""
+        will not stream here: then None, and a placeholder is posted instead. A top-level DM's
+        stream runs in its conversation's thread, as Slack's streams are always thread
+        replies; only the placeholder flow can also show the answer at the bottom of the DM."""
         settings = self.s.settings
         if settings.streaming == "off":
             return None

@@ -28,6 +28,7 @@ from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, channel_message
+from tests.e2e.replies import wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.transcript_summarizer import TranscriptSummarizer
@@ -94,7 +95,7 @@ async def _converse(
                 text, ts=ts, user=user, thread_ts=None if turn == 0 else ROOT, mention=turn == 0
             )
         )
-        await slack.wait_for("chat.update", count=turn + 1)
+        await wait_answers(slack, turn + 1)
         await bot.idle()
         await bot.services.runner.drain()
     return await _session(bot)
