@@ -20,6 +20,7 @@ from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
 from bot.slack.services import BotServices
+from bot.threads.loop_lag import LoopLagGate
 from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
 from bot.wiring import build_runner, build_summarizer, process_owner
@@ -79,6 +80,7 @@ async def create_services(
         worker=ThreadWorker(
             max_concurrent=settings.max_concurrent_invocations,
             max_queue=settings.max_thread_queue,
+            gate=LoopLagGate(threshold=settings.hold_starts_over_loop_lag_ms / 1000),
         ),
         summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
         owner=process_owner(),

@@ -107,29 +107,36 @@ class SlackReplier:
         """
         key, tracked = thread_key(msg), inflight_key(msg)
         try:
-            await self._after_earlier(tracked, msg.root_ts)
-            async with self.s.db.thread_locks.hold(key):
-                await self._decide(key, msg)
+            deadline = time.monotonic() + self.s.settings.thread_order_wait_seconds
+            # The earlier message is another process's: nothing here can signal it, so poll.
+            while not await self._decide_in_order(key, msg, deadline):  # noqa: ASYNC110
+                await asyncio.sleep(_ORDER_POLL_S)
         except Exception:
             log.exception("message handling failed", extra=_thread(key))
             await self.fail(
                 key, tracked, None, "bot_error", FAILURE_TEXT, broadcast=msg.top_level_dm
             )
 
-    async def _after_earlier(self, tracked: InflightKey, thread_ts: str) -> None:
-        """Wait (bounded) while another process still has an earlier message of the
-        thread unanswered."""
-        deadline = time.monotonic() + self.s.settings.thread_order_wait_seconds
-        inflight, owner = self.s.db.inflight, self.s.owner
-        while await inflight.earlier_in_thread(tracked, thread_ts, owner=owner):
-            if time.monotonic() >= deadline:
-                log.warning("answering ahead of an earlier unanswered message")
-                return
-            await asyncio.sleep(_ORDER_POLL_S)
-
-    async def _decide(self, key: ThreadKey, msg: IncomingMessage) -> None:
+    async def _decide_in_order(self, key: ThreadKey, msg: IncomingMessage, deadline: float) -> bool:
+        """Under the thread's lock, read the thread together with whether another process
+        still has an earlier message of it unanswered (one read); False (lock given
+        back) to wait for that message, until `deadline`."""
         db = self.s.db
-        record = await db.threads.get(key)
+        async with db.thread_locks.hold(key):
+            earlier, record = await db.inflight.earlier_and_thread(
+                inflight_key(msg), key, owner=self.s.owner
+            )
+            if earlier:
+                if time.monotonic() < deadline:
+                    return False
+                log.warning("answering ahead of an earlier unanswered message")
+            await self._decide(key, msg, record)
+        return True
+
+    async def _decide(
+        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord | None
+    ) -> None:
+        db = self.s.db
         if not self._should_answer(msg, record):
             await db.inflight.finish(inflight_key(msg), owner=self.s.owner)
             return

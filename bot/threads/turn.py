@@ -81,15 +81,23 @@ async def ensure_thread(
 ) -> ThreadRecord:
     """The thread, active, with its session: mapped to `new_session_id` on its first
     message; a handed-off (or closed) thread comes back to the bot."""
-    created = record is None
     if record is None:
         record = await db.threads.create(
-            key, session_id=new_session_id, app_name=app_name, user_id=user_id, now=time.time()
+            key,
+            session_id=new_session_id,
+            app_name=app_name,
+            user_id=user_id,
+            empty_session=True,
+            now=time.time(),
         )
+        if record.session_id == new_session_id:
+            # Mapped just now, its session created in the same transaction.
+            return record
+        # Another writer mapped the thread first: its session may not be written yet.
     elif record.status != "active":
         await db.threads.set_status(key, "active")
         record = record.model_copy(update={"status": "active"})
-    await db.sessions.ensure_exists(record, probably_new=created)
+    await db.sessions.ensure_exists(record)
     return record
 
 
