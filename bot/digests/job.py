@@ -253,6 +253,7 @@ class DigestJob:
                 cost=result.usage.cost,
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
+                feedback=await self.db.feedback.for_session(session.id),
             )
             outcome.slack_ts = await self._post(thread, text, blocks)
             outcome.outcome = "posted"
@@ -286,6 +287,7 @@ class DigestJob:
                 owners=owning_agents(events),
                 cost=stored.cost,
                 attempts=stored.attempts,
+                feedback=await self.db.feedback.for_session(stored.source_session_id),
             )
             posted = await self._post(thread, text, blocks)
             await self.db.digests.set_posted(stored.id, posted)

@@ -9,7 +9,7 @@ terminal chat (`bot.terminal.chat`) all answer a message this way; each then sho
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,7 @@ async def run_turn(
     invocation_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     speaker: str | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
 
@@ -120,7 +121,8 @@ async def run_turn(
     read by its plugins): Slack passes its message ids, which `SlackTsPlugin` records on the
     events for citations; the terminal passes nothing. `speaker` is the id of the person
     who sent `text` (which may not be the session's `user_id`), recorded on the user
-    event by `SpeakerPlugin`.
+    event by `SpeakerPlugin`. `on_event` sees each event as the runner yields it (Slack's
+    panel shows the working agent from them).
     """
     custom = dict(metadata or {})
     if speaker:
@@ -134,4 +136,6 @@ async def run_turn(
         invocation_id=invocation_id,
     ):
         outcome.observe(event)
+        if on_event is not None:
+            on_event(event)
     return outcome

@@ -13,7 +13,9 @@ What it serves: `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEpheme
 `conversations.info`, `users.info`, `views.open`, `views.publish`,
 `apps.connections.open` (answers `socket_url`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
-answers `{"ok": true}` and is recorded.
+answers `{"ok": true}` and is recorded: the assistant panel's
+`assistant.threads.setStatus`, `setTitle` and `setSuggestedPrompts` among them, each
+checked for the arguments and shapes Slack takes.
 
 Strict like Slack: a call with an argument its method does not take, or blocks beyond
 Block Kit's documented limits, is refused with Slack's error code (see

@@ -6,7 +6,7 @@ Home, thread summaries, and the support-lead channel's digests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents.events import Event
@@ -23,6 +23,9 @@ PROBLEM_CHARS = 300
 LISTED_PROBLEMS = 10
 
 THINKING_TEXT = "_Thinking…_"
+# The feedback buttons' action, and their block's id prefix (the reply's event id follows).
+FEEDBACK_ACTION = "reply_feedback"
+FEEDBACK_BLOCK_PREFIX = "feedback:"
 # A hand-off note; its post is split into sections, so any length within Slack's own
 # input limit fits.
 NOTE_MAX_CHARS = 3000
@@ -56,6 +59,31 @@ def reply_blocks(text: str, *, agent: str, transfers: Sequence[str] = ()) -> lis
         {"type": "section", "text": {"type": "mrkdwn", "text": text or " "}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]},
     ]
+
+
+def feedback_block(event_id: str) -> Block:
+    """Slack's feedback buttons under an AI reply: the block names the reply's event, so
+    a click is stored against it (`bot.slack.feedback`)."""
+    return {
+        "type": "context_actions",
+        "block_id": f"{FEEDBACK_BLOCK_PREFIX}{event_id}",
+        "elements": [
+            {
+                "type": "feedback_buttons",
+                "action_id": FEEDBACK_ACTION,
+                "positive_button": {
+                    "text": {"type": "plain_text", "text": "👍"},
+                    "value": "positive",
+                    "accessibility_label": "This reply was helpful",
+                },
+                "negative_button": {
+                    "text": {"type": "plain_text", "text": "👎"},
+                    "value": "negative",
+                    "accessibility_label": "This reply was not helpful",
+                },
+            }
+        ],
+    }
 
 
 def continuation_blocks(text: str) -> list[Block]:
@@ -227,8 +255,10 @@ def digest_message(
     cost: float,
     attempts: int,
     previous_link: str | None = None,
+    feedback: Mapping[str, int] | None = None,
 ) -> tuple[str, list[Block]]:
-    """The digest: a header linking the thread, the record, owners and cost."""
+    """The digest: a header linking the thread, the record, the feedback its replies
+    got, owners and cost."""
     title = "Updated handoff digest" if previous_link else "Handoff digest"
     # The channel mention stays outside the link: inside, its `>` would end the link.
     intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
@@ -237,12 +267,30 @@ def digest_message(
     blocks: list[Block] = [_section(intro)]
     link_for = links.shown_link_for(events)
     blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
+    marked = feedback_line(feedback or {})
+    if marked:
+        blocks.append(_context(marked))
     agents = ", ".join(f"`{a}`" for a in owners) or "none"
     blocks.append(
         _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
     )
     fallback = f"{title}: {escape(record.goal)}"
     return fallback, blocks
+
+
+def feedback_line(counts: Mapping[str, int]) -> str | None:
+    """"customer marked 1 reply unhelpful" (and how many helpful), or None without
+    feedback; `counts` is replies per feedback value."""
+
+    def replies(n: int) -> str:
+        return f"{n} repl{'y' if n == 1 else 'ies'}"
+
+    marks = [
+        f"{replies(counts[value])} {label}"
+        for value, label in (("positive", "helpful"), ("negative", "unhelpful"))
+        if counts.get(value)
+    ]
+    return f"Feedback: customer marked {' and '.join(marks)}" if marks else None
 
 
 def unavailable_message(links: ThreadLinks, problems: Sequence[str]) -> tuple[str, list[Block]]:
