@@ -82,10 +82,10 @@ class FeedbackStore:
 
         return await self._gate.write(tx)
 
-    async def for_session(self, session_id: str) -> dict[FeedbackValue, int]:
+    async def for_session(self, session_id: str) -> dict[str, int]:
         """How many replies of the session people marked, per value."""
 
-        async def tx(conn: AsyncConnection) -> dict[FeedbackValue, int]:
+        async def tx(conn: AsyncConnection) -> dict[str, int]:
             query = (
                 sa.select(feedback.c.value, sa.func.count(sa.distinct(feedback.c.event_id)))
                 .where(feedback.c.session_id == session_id)

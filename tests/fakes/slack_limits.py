@@ -96,10 +96,12 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
     "views.publish": frozenset({"token", "user_id", "view", "hash"}),
 }
 # The assistant panel's methods (issue 19): the arguments slack_sdk's signatures take
-# (the token travels in the Authorization header).
+# (the token travels in the Authorization header). Bolt's request-scoped client adds
+# `team_id` to every call, which Slack takes (org-wide apps need it).
 ASSISTANT_METHOD_ARGS: dict[str, frozenset[str]] = {
     "assistant.threads.setStatus": frozenset(
         {
+            "team_id",
             "channel_id",
             "thread_ts",
             "status",
@@ -109,9 +111,9 @@ ASSISTANT_METHOD_ARGS: dict[str, frozenset[str]] = {
             "username",
         }
     ),
-    "assistant.threads.setTitle": frozenset({"channel_id", "thread_ts", "title"}),
+    "assistant.threads.setTitle": frozenset({"team_id", "channel_id", "thread_ts", "title"}),
     "assistant.threads.setSuggestedPrompts": frozenset(
-        {"channel_id", "thread_ts", "title", "prompts"}
+        {"team_id", "channel_id", "thread_ts", "title", "prompts"}
     ),
 }
 METHOD_ARGS.update(ASSISTANT_METHOD_ARGS)

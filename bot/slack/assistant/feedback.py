@@ -10,6 +10,7 @@ on a reply, or a changed mind.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -53,35 +54,25 @@ def parse_click(body: dict[str, Any]) -> Click | None:
     """The click in a `block_actions` payload, or None when it is not a well-formed
     click on one of the bot's feedback buttons."""
     actions = body.get("actions")
-    action = actions[0] if isinstance(actions, list) and actions else None
-    if not isinstance(action, dict) or action.get("action_id") != FEEDBACK_ACTION:
+    action = _object(actions[0] if isinstance(actions, list) and actions else None)
+    block_id, value = _text(action.get("block_id")), action.get("value")
+    if action.get("action_id") != FEEDBACK_ACTION or value not in VALUES or block_id is None:
         return None
-    block_id, value = action.get("block_id"), action.get("value")
-    event_id = block_id.removeprefix(FEEDBACK_BLOCK_PREFIX) if isinstance(block_id, str) else ""
-    container = _object(body.get("container"))
-    message = _object(body.get("message"))
-    team = _object(body.get("team")).get("id") or _object(body.get("user")).get("team_id")
-    channel = container.get("channel_id") or _object(body.get("channel")).get("id")
-    thread_ts = container.get("thread_ts") or message.get("thread_ts")
-    user = _object(body.get("user")).get("id")
-    if value not in VALUES or not (
-        isinstance(block_id, str)
-        and block_id.startswith(FEEDBACK_BLOCK_PREFIX)
-        and _EVENT_ID.fullmatch(event_id)
-        and _fits(team, _ID)
-        and _fits(channel, _ID)
-        and _fits(user, _ID)
-        and _fits(thread_ts, _TS)
-    ):
+    if not block_id.startswith(FEEDBACK_BLOCK_PREFIX):
         return None
-    return Click(
-        team_id=team,
-        channel_id=channel,
-        thread_ts=thread_ts,
-        user_id=user,
-        event_id=event_id,
+    container, user = _object(body.get("container")), _object(body.get("user"))
+    team = _text(_object(body.get("team")).get("id") or user.get("team_id"), _ID)
+    channel = _text(container.get("channel_id") or _object(body.get("channel")).get("id"), _ID)
+    thread_ts = container.get("thread_ts") or _object(body.get("message")).get("thread_ts")
+    click = Click(
+        team_id=team or "",
+        channel_id=channel or "",
+        thread_ts=_text(thread_ts, _TS) or "",
+        user_id=_text(user.get("id"), _ID) or "",
+        event_id=_text(block_id.removeprefix(FEEDBACK_BLOCK_PREFIX), _EVENT_ID) or "",
         value=value,
     )
+    return click if all(dataclasses.astuple(click)) else None
 
 
 async def store_click(services: BotServices, click: Click) -> str | None:
@@ -133,5 +124,8 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _fits(value: Any, pattern: re.Pattern[str]) -> bool:
-    return isinstance(value, str) and pattern.fullmatch(value) is not None
+def _text(value: Any, pattern: re.Pattern[str] | None = None) -> str | None:
+    """`value` when it is a non-empty string (matching `pattern`), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value if pattern is None or pattern.fullmatch(value) else None

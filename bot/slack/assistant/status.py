@@ -109,8 +109,8 @@ class PanelStatus(TurnStatus):
         try:
             while self._pending is not None:
                 (text, lines), self._pending = self._pending, None
-                if text == self._shown:
-                    continue
+                if text == self._shown or (not text and self._shown is None):
+                    continue  # already shown, or nothing to clear
                 try:
                     await self._client.assistant_threads_setStatus(
                         channel_id=self._channel_id,

@@ -279,7 +279,7 @@ def digest_message(
 
 
 def feedback_line(counts: Mapping[str, int]) -> str | None:
-    """"customer marked 1 reply unhelpful" (and how many helpful), or None without
+    """ "customer marked 1 reply unhelpful" (and how many helpful), or None without
     feedback; `counts` is replies per feedback value."""
 
     def replies(n: int) -> str:
