@@ -135,3 +135,18 @@ async def test_messages_outside_the_panel_get_no_status(
     await slack.wait_for("chat.update")
     await bot.idle()
     assert slack.calls_to("assistant.threads.setStatus") == []
+
+
+async def test_panel_events_without_their_thread_are_refused_not_retried(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(support_tree(ScriptedModel([])))
+    for kind in ("assistant_thread_started", "assistant_thread_context_changed"):
+        for thread in ({"channel_id": PANEL}, {"thread_ts": "1.2"}, {}, None):
+            event: dict[str, Any] = {"type": kind}
+            if thread is not None:
+                event["assistant_thread"] = thread
+            # Signed but malformed: a 400, where a 500 would have Slack send it again.
+            assert (await bot.send_event(event)).status == 400
+    await bot.idle()
+    assert methods(slack) == []
