@@ -153,8 +153,10 @@ def home_view() -> dict[str, Any]:
     """App Home: what the bot does and how to use it."""
     text = (
         "*Support bot*\nMention me in a channel to start a conversation in that thread, "
-        "or send me a DM. Use `/summary &lt;thread link&gt;` or `/handoff &lt;thread link&gt; "
-        "&lt;@person | agent&gt; [note]`, or the message shortcuts, to summarise or hand off."
+        "send me a DM, or open me in Slack's AI apps panel. Under each answer, 👍 or 👎 "
+        "tells the support team how it did. Use `/summary &lt;thread link&gt;` or "
+        "`/handoff &lt;thread link&gt; &lt;@person | agent&gt; [note]`, or the message "
+        "shortcuts, to summarise or hand off."
     )
     return {"type": "home", "blocks": notice_blocks(text)}
 
