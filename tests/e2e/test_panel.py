@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.models.scripted import ScriptedModel, transfer
+from agents.models.scripted import ScriptedModel, json_text, transfer
+from agents.summary.service import SummaryService
+from bot.digests.job import DigestJob
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, dm
@@ -150,3 +152,40 @@ async def test_panel_events_without_their_thread_are_refused_not_retried(
             assert (await bot.send_event(event)).status == 400
     await bot.idle()
     assert methods(slack) == []
+
+
+async def test_panel_thread_is_summarised_and_digested_like_any_thread(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any
+) -> None:
+    record = {
+        "goal": "Get a double charge refunded",
+        "facts": [{"text": "The user was charged twice", "sources": ["e1"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    summarizer = SummaryService(ScriptedModel([json_text(record), json_text(record)]))
+    bot = await start_bot(
+        support_tree(ScriptedModel(["A refund is on its way."])), summarizer=summarizer
+    )
+    slack.members[PANEL] = ["U1", "UBOT"]  # a DM's members: the person and the bot
+    root = "1700001300.000100"
+    await bot.send_event(thread_started(root))
+    await bot.send_event(
+        dm("I was charged twice", ts="1700001301.000100", thread_ts=root, channel=PANEL)
+    )
+    await slack.wait_for("chat.update")
+    await bot.idle()
+
+    link = f"https://fake.slack.com/archives/{PANEL}/p{root.replace('.', '')}"
+    assert (await bot.send_command("/summary", link, channel=PANEL)).status == 200
+    await bot.idle()
+    [shown] = slack.calls_to("response_url")
+    assert "double charge" in shown["text"]
+
+    job = DigestJob(
+        db=database, summarizer=summarizer, client=bot.services.client,
+        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
+    )  # fmt: skip
+    [digest] = await job.run_once()
+    assert (digest.outcome, digest.channel_id, digest.thread_ts) == ("posted", PANEL, root)
