@@ -136,7 +136,7 @@ class SlackReplier:
             app_name=self.s.settings.app_name,
             user_id=msg.user,
         )
-        status = self.panel.status_for(msg)
+        status = self.panel.status_for(msg, record)
         try:
             await self._answer(key, msg, record, status)
         finally:
@@ -185,8 +185,7 @@ class SlackReplier:
             placeholder_ts = await self._post_placeholder(key, record)
             if placeholder_ts is not None:
                 await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
-            if status.visible:
-                status.show(await self._next_agent(record))
+            status.start()
             outcome = await run_turn(
                 self.s.runner,
                 user_id=record.user_id,
@@ -267,13 +266,10 @@ class SlackReplier:
         """
         if not self.s.settings.chat_write_customize:
             return {}
-        return self._identity(await self._next_agent(record))
-
-    async def _next_agent(self, record: ThreadRecord) -> str:
-        """The agent the runner will give the thread's next message to."""
         session = await self.s.db.sessions.of_thread(record, since_compaction=True)
         root = self.s.runner.agent
-        return (find_agent_to_run(session, root) if session is not None else root).name
+        agent = find_agent_to_run(session, root) if session is not None else root
+        return self._identity(agent.name)
 
     async def _replace_or_post(
         self,

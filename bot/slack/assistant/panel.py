@@ -21,10 +21,12 @@ from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import
 from slack_bolt.context.set_title.async_set_title import AsyncSetTitle
 from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
 
+from agents.runner import resumable
 from bot.slack.assistant.describe import agent_descriptions, suggested_prompts, thread_title
 from bot.slack.assistant.status import PanelStatus, TurnStatus
 from bot.slack.messages import IncomingMessage
 from bot.slack.services import BotServices
+from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,7 @@ class Panel:
         self._services = services
         self._descriptions = agent_descriptions(services.runner.agent)
 
-    def status_for(self, msg: IncomingMessage) -> TurnStatus:
+    def status_for(self, msg: IncomingMessage, record: ThreadRecord) -> TurnStatus:
         """The status line of `msg`'s thread, or one that shows nothing outside the panel."""
         if not is_panel_message(msg):
             return TurnStatus()
@@ -53,7 +55,16 @@ class Panel:
             channel_id=msg.channel,
             thread_ts=msg.root_ts,
             descriptions=self._descriptions,
+            first_agent=self._first_agent(record),
         )
+
+    def _first_agent(self, record: ThreadRecord) -> str:
+        """The agent expected to take the thread's next message, from the thread map
+        alone (no session read on the hot path): the agent that answered last, when it
+        keeps the conversation, else the root. The turn's own events correct it."""
+        root = self._services.runner.agent
+        owner = root.find_agent(record.owner_agent) if record.owner_agent else None
+        return owner.name if owner is not None and resumable(owner) else root.name
 
 
 def register(app: AsyncApp, services: BotServices) -> None:

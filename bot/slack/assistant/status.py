@@ -32,8 +32,9 @@ class TurnStatus:
     """Follows one turn's events and shows the working agent; does nothing by default
     (a message outside the panel has no status line)."""
 
-    # Whether a status line is shown at all: the caller only works out the first agent when it is.
-    visible = False
+    def start(self) -> None:
+        """Show the agent expected to take the message (once Slack shows the thread's
+        placeholder: a message posted after the status would clear it)."""
 
     def show(self, agent: str) -> None:
         """Show `agent` as the one working on the message."""
@@ -48,8 +49,6 @@ class TurnStatus:
 class PanelStatus(TurnStatus):
     """The status line of one panel thread, kept up to date from the turn's events."""
 
-    visible = True
-
     def __init__(
         self,
         client: AsyncWebClient,
@@ -57,15 +56,20 @@ class PanelStatus(TurnStatus):
         channel_id: str,
         thread_ts: str,
         descriptions: Mapping[str, str],
+        first_agent: str,
     ) -> None:
         self._client = client
         self._channel_id = channel_id
         self._thread_ts = thread_ts
         self._descriptions = descriptions
+        self._first_agent = first_agent
         self._agent: str | None = None
         self._shown: str | None = None
         self._pending: Status | None = None
         self._sender: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.show(self._first_agent)
 
     def show(self, agent: str) -> None:
         self._agent = agent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.llm.agent import LlmAgent
@@ -13,7 +14,10 @@ from bot.slack.assistant.describe import (
     suggested_prompts,
     working_status,
 )
-from bot.slack.assistant.status import PanelStatus
+from bot.slack.assistant.panel import Panel
+from bot.slack.assistant.status import PanelStatus, TurnStatus
+from bot.slack.messages import IncomingMessage
+from storage.threads import ThreadRecord
 
 
 def test_shipped_tree_gives_one_prompt_per_specialist() -> None:
@@ -77,7 +81,7 @@ async def test_status_follows_transfers_and_consultations() -> None:
         Event(author="billing", parts=(Part(function_call=call),)),
         Event(author="billing", parts=(Part(function_response=response),)),
     ]
-    status.show("sup")
+    status.start()
     for event in steps:
         await asyncio.sleep(0)  # the background sender gets to run
         status.observe(event)
@@ -113,4 +117,35 @@ def _status(recorder: _Recorder) -> PanelStatus:
         channel_id="D1",
         thread_ts="1.0",
         descriptions=descriptions,
+        first_agent="sup",
     )
+
+
+def test_first_status_names_the_agent_that_keeps_the_thread() -> None:
+    locked = LlmAgent(name="locked", description="Locked.", disallow_transfer_to_parent=True)
+    billing = LlmAgent(name="billing", description="Money.")
+    root = LlmAgent(name="sup", description="Front.", sub_agents=[billing, locked])
+    services = SimpleNamespace(runner=SimpleNamespace(agent=root), client=None)
+    panel = Panel(services)  # type: ignore[arg-type]
+    msg = IncomingMessage(
+        team_id="T1", channel="D1", channel_type="im", user="U1", text="hi",
+        ts="2.0", thread_ts="1.0", mentioned=False,
+    )  # fmt: skip
+
+    def record(owner: str | None) -> ThreadRecord:
+        return ThreadRecord(
+            team_id="T1", channel_id="D1", thread_ts="1.0", session_id="s", app_name="a",
+            user_id="U1", owner_agent=owner, last_activity_at=1.0, created_at=1.0,
+        )  # fmt: skip
+
+    def first(owner: str | None) -> str:
+        status = panel.status_for(msg, record(owner))
+        assert isinstance(status, PanelStatus)
+        return status._first_agent
+
+    # The last answering agent keeps the thread, unless it may not hand back to its parent.
+    owners = (None, "billing", "locked", "gone")
+    assert [first(owner) for owner in owners] == ["sup", "billing", "sup", "sup"]
+    # A top-level direct message is not in a panel thread: no status line.
+    top_level = IncomingMessage(**{**msg.to_record(), "thread_ts": None})
+    assert type(panel.status_for(top_level, record(None))) is TurnStatus
