@@ -114,7 +114,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
     async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         click = parse_click(body)
-        if click is not None:
+        if click is not None and not services.worker.closed:
             services.worker.spawn(store_click(services, click))
 
     app.action(FEEDBACK_ACTION)(on_feedback)

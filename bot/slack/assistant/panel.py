@@ -86,8 +86,10 @@ def register(app: AsyncApp, services: BotServices) -> None:
             except Exception:
                 log.warning("panel thread not set up", exc_info=True)
 
-        # Acked at once; the Slack calls run in the background like every other reply.
-        services.worker.spawn(greet())
+        # Acked at once; the Slack calls run in the background like every other reply
+        # (none once shutting down: the thread just opens without its prompts).
+        if not services.worker.closed:
+            services.worker.spawn(greet())
 
     @assistant.thread_context_changed
     async def context_changed(event: dict[str, Any]) -> None:
