@@ -5,7 +5,11 @@ bare Bolt app that echoes after the same sleep, side by side, each in its own pr
 in production (`bench/load_apps.py`); the load generator and the fake Web API share this
 one. Sends RATE signed events per second for SECONDS across THREADS threads to both, then
 prints ack p50/p99 (target p99 < 50 ms), time to reply p50/p99, CPU ms per message of
-each process, replies lost or duplicated (must be 0) and the bot/bare ratios.
+each process, replies lost or duplicated (must be 0) and the bot/bare ratios. Each
+thread is one person's (user `U<thread>`), so the per-user rate limit stays at its
+default. On a shared machine it also prints how long the bot waited for a CPU (the run
+queue) and this process's own CPU: a trial the machine could not serve shows there,
+not as a fault of the bot.
 
     python bench/slack_load.py [--seconds 30] [--rate 200] [--threads 500]
     python bench/slack_load.py --find-capacity --seconds 60 [--rate 100]
@@ -94,6 +98,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def run_queue_seconds(pid: int) -> float:
+    """Time a process's threads have spent runnable but waiting for a CPU (Linux
+    schedstat): on a shared machine, the share of the load the process could not serve."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (FileNotFoundError, IndexError):
+            continue  # the thread ended meanwhile
+    return total / 1e9
+
+
 @dataclass
 class Trial:
     """What one run at one rate measured, for the bot and the bare baseline."""
@@ -107,6 +123,9 @@ class Trial:
     lost: dict[str, int]
     dup: dict[str, int]
     cpu_ms: dict[str, float]
+    wall: float
+    run_queue_s: float
+    bench_cpu_s: float
 
     def sustained(self, margin_ms: float) -> bool:
         """The bot answered every message once, reply p99 within model time + margin."""
@@ -134,6 +153,19 @@ class Trial:
         print(
             f"CPU ms per message: bot {self.cpu_ms['bot']:.2f}  bare echo {self.cpu_ms['bare']:.2f}"
             f"  ratio {self.cpu_ms['bot'] / self.cpu_ms['bare']:.2f}"
+        )
+        print(
+            f"one core's worth of bot CPU answers {1000 / self.cpu_ms['bot']:.0f} msg/s "
+            "(1000 / CPU ms per message)"
+        )
+        busy = self.cpu_ms["bot"] * self.total / 1000 / self.wall
+        print(
+            f"bot process: {busy:.2f} of a core, and {self.run_queue_s / self.wall:.2f} "
+            "more waiting for one (run queue: other processes held the CPUs)"
+        )
+        print(
+            f"load generator and fake Slack (this process): {self.bench_cpu_s / self.wall:.2f} "
+            "of a core (near 1.0, the benchmark itself limits)"
         )
         print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
 
@@ -201,6 +233,8 @@ async def run_trial(
         tasks: set[asyncio.Task[None]] = set()
         total = int(seconds * rate)
         cpu_start = {"bot": cpu_seconds(bot_process.pid), "bare": cpu_seconds(bare_process.pid)}
+        queue_start = run_queue_seconds(bot_process.pid)
+        own_start = cpu_seconds(os.getpid())
         t0 = time.perf_counter()
         for n in range(total):
             target = t0 + n / rate
@@ -212,7 +246,8 @@ async def run_trial(
                 "type": "message",
                 "channel_type": "im",
                 "channel": f"D{thread}",
-                "user": "U1",
+                # One person per thread, as in a workspace: the per-user rate stays on.
+                "user": f"U{thread}",
                 "text": f"m{n}",
                 "ts": ts,
             }
@@ -233,8 +268,15 @@ async def run_trial(
             for which, process in (("bot", bot_process), ("bare", bare_process)):
                 if which not in cpu_end and counts[which] >= total:
                     cpu_end[which] = cpu_seconds(process.pid)
+                    if which == "bot":
+                        wall = time.perf_counter() - t0
+                        queue_end = run_queue_seconds(process.pid)
+                        own_end = cpu_seconds(os.getpid())
             await asyncio.sleep(0.2)
         await asyncio.sleep(1)
+        if "bot" not in cpu_end:
+            wall, queue_end = time.perf_counter() - t0, run_queue_seconds(bot_process.pid)
+            own_end = cpu_seconds(os.getpid())
         for which, process in (("bot", bot_process), ("bare", bare_process)):
             cpu_end.setdefault(which, cpu_seconds(process.pid))
         replies: dict[str, Counter[str]] = {"bot": Counter(), "bare": Counter()}
@@ -257,6 +299,9 @@ async def run_trial(
         lost={w: sum(1 for m in sent_at if replies[w][m] == 0) for w in replies},
         dup={w: sum(c - 1 for c in replies[w].values() if c > 1) for w in replies},
         cpu_ms={w: (cpu_end[w] - cpu_start[w]) * 1000 / total for w in cpu_end},
+        wall=wall,
+        run_queue_s=queue_end - queue_start,
+        bench_cpu_s=own_end - own_start,
     )
 
 

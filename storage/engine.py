@@ -18,6 +18,7 @@ import contextlib
 import logging
 import random
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
@@ -67,9 +68,45 @@ def create_engine(url: str | URL) -> AsyncEngine:
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
-    return create_async_engine(
-        parsed, pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=60
+    return _postgres_engine(parsed, pool_size=10, max_overflow=10)
+
+
+def _postgres_engine(url: URL, *, pool_size: int, max_overflow: int) -> AsyncEngine:
+    engine = create_async_engine(
+        url, pool_size=pool_size, max_overflow=max_overflow, pool_timeout=60
     )
+    _ping_when_idle(engine)
+    return engine
+
+
+# A connection used this recently is taken to be alive.
+_IDLE_BEFORE_PING_S = 5.0
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    """Check a pooled connection before use only when it sat idle.
+
+    SQLAlchemy's `pool_pre_ping` checks every checkout, and on asyncpg its check is three
+    round trips (BEGIN, an empty statement, ROLLBACK): more than most of our transactions
+    and over half of a message's round trips (issue 18). A connection that finished a
+    transaction seconds ago is known good; one idle for longer is pinged, and a dead one
+    is replaced, since the pool retries a checkout that raises `DisconnectionError`.
+    """
+    sync_engine = engine.sync_engine
+
+    @sa_event.listens_for(sync_engine, "checkin")
+    def _checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @sa_event.listens_for(sync_engine, "checkout")
+    def _checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < _IDLE_BEFORE_PING_S:
+            return
+        try:
+            sync_engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError("connection failed its ping") from exc
 
 
 def _is_memory(url: URL) -> bool:
@@ -122,9 +159,16 @@ def is_retryable(exc: BaseException) -> bool:
 class WriterLock:
     """SQLite's one-writer slot, with two queues: urgent writers go first.
 
-    The write that acknowledges a Slack delivery must not wait behind a burst of
-    invocation writes (Slack wants its ack within 3 s; we aim for milliseconds), so it
-    jumps the queue. Within each queue the order is first come, first served.
+    A free slot is taken at once, even while writers are queued. Our transactions run to
+    the end without yielding to the event loop (`storage.sqlite_inline`,
+    `SqlGate._connect`), so the slot is free whenever a coroutine gets to ask for it.
+    Handing it to the next queued writer instead would leave it idle until that writer's
+    turn on the loop, and every writer arriving meanwhile would queue too: one write per
+    loop iteration, a convoy that held the bot to about 20 messages a second with its CPU
+    half idle (issue 18). The queues matter when a transaction does yield (the first
+    connection opens on a thread): then the write that acknowledges a Slack delivery goes
+    ahead of invocation writes (Slack wants its ack within 3 s), and within each queue
+    the order is first come, first served.
     """
 
     def __init__(self) -> None:
@@ -134,34 +178,40 @@ class WriterLock:
 
     @contextlib.asynccontextmanager
     async def hold(self, *, urgent: bool = False) -> AsyncIterator[None]:
-        if self._held or self._urgent or self._normal:
+        queue = self._urgent if urgent else self._normal
+        woken = False
+        while self._held:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            (self._urgent if urgent else self._normal).append(waiter)
+            # Woken but beaten to the slot by a yielding writer: keep the place in line.
+            if woken:
+                queue.appendleft(waiter)
+            else:
+                queue.append(waiter)
             try:
                 await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():
-                    self._release()  # handed the slot just as we were cancelled
+                    self._wake()  # woken just as it was cancelled: pass the wake-up on
                 else:
-                    # `_release` may have dropped the cancelled waiter already.
+                    # `_wake` may have dropped the cancelled waiter already.
                     with contextlib.suppress(ValueError):
-                        (self._urgent if urgent else self._normal).remove(waiter)
+                        queue.remove(waiter)
                 raise
-        else:
-            self._held = True
+            woken = True
+        self._held = True
         try:
             yield
         finally:
-            self._release()
+            self._held = False
+            self._wake()
 
-    def _release(self) -> None:
+    def _wake(self) -> None:
         for queue in (self._urgent, self._normal):
             while queue:
                 waiter = queue.popleft()
                 if not waiter.done():
-                    waiter.set_result(None)  # the slot passes on; _held stays True
+                    waiter.set_result(None)
                     return
-        self._held = False
 
 
 class SqlGate:
@@ -171,7 +221,9 @@ class SqlGate:
         self.engine = engine
         self.is_sqlite = engine.dialect.name == "sqlite"
         self._own_writer: AsyncEngine | None = None
+        self._read_engine = engine
         self._write_engine = engine
+        self._urgent_engine = engine
         if self.is_sqlite:
             if not _is_memory(engine.url):
                 # SQLite has one writer anyway; giving it its own connection means a write
@@ -179,10 +231,29 @@ class SqlGate:
                 self._own_writer = _sqlite_engine(engine.url, pool_size=1, max_overflow=0)
             writer = self._own_writer or engine
             self._write_engine = writer.execution_options(sqlite_immediate=True)  # type: ignore[assignment]
+        else:
+            # Urgent writes (a delivery's acceptance, before the ack) get connections of
+            # their own: behind a busy pool's invocation traffic, PostgreSQL acks took
+            # 1.5 s at 40 messages a second (issue 18).
+            self._own_writer = self._urgent_engine = _postgres_engine(
+                engine.url, pool_size=2, max_overflow=0
+            )
+            # Under READ COMMITTED every statement sees its own snapshot whether or not a
+            # transaction wraps them, so reads skip BEGIN and COMMIT: two round trips of
+            # the four a one-statement read took.
+            self._read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._sqlite_writer = WriterLock()
+        # SQLite file: one reading and one writing connection kept checked out between
+        # transactions (see `_connect`).
+        self._kept: dict[str, AsyncConnection] | None = (
+            {} if self.is_sqlite and self._own_writer is not None else None
+        )
 
     async def close(self) -> None:
-        """Release the writer's own connection (the caller disposes `engine`)."""
+        """Release the writers' own connections (the caller disposes `engine`)."""
+        for conn in list((self._kept or {}).values()):
+            await conn.close()
+        self._kept = None
         if self._own_writer is not None:
             await self._own_writer.dispose()
 
@@ -193,15 +264,16 @@ class SqlGate:
         return postgresql.insert(table)
 
     async def read(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL).
+        """Run `fn` in one read transaction (a consistent snapshot on SQLite WAL; on
+        PostgreSQL, whose default READ COMMITTED gives each statement its own snapshot
+        anyway, without BEGIN and COMMIT).
 
         Database failures surface as `StorageReadError`, a `SessionStoreError`, so the
         agent runtime lets them escape an invocation without knowing the database.
         """
         try:
-            async with self.engine.connect() as conn:
-                async with conn.begin():
-                    return await fn(conn)
+            async with self._connect(self._read_engine, keep="read") as conn, conn.begin():
+                return await fn(conn)
         except (SQLAlchemyError, OSError) as exc:
             raise StorageReadError(f"the database read failed: {first_line(exc)}") from exc
 
@@ -217,8 +289,9 @@ class SqlGate:
             try:
                 if self.is_sqlite:
                     async with self._sqlite_writer.hold(urgent=urgent):
-                        return await self._write_once(fn)
-                return await self._write_once(fn)
+                        return await self._write_once(self._write_engine, fn, keep="write")
+                engine = self._urgent_engine if urgent else self._write_engine
+                return await self._write_once(engine, fn)
             except DBAPIError as exc:
                 if not is_retryable(exc) or attempt == MAX_WRITE_ATTEMPTS:
                     raise _write_error(exc) from exc
@@ -230,9 +303,47 @@ class SqlGate:
                 raise StorageWriteError(f"the database write failed: {first_line(exc)}") from exc
         raise AssertionError("unreachable")
 
-    async def _write_once(self, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        async with self._write_engine.begin() as conn:
+    async def _write_once(
+        self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[T]], keep: str = ""
+    ) -> T:
+        async with self._connect(engine, keep=keep) as conn, conn.begin():
             return await fn(conn)
+
+    @contextlib.asynccontextmanager
+    async def _connect(
+        self, engine: AsyncEngine, *, keep: str = ""
+    ) -> AsyncIterator[AsyncConnection]:
+        """A connection from `engine`'s pool, given back on exit; on a SQLite file, the
+        connection kept in slot `keep` when it is free.
+
+        A pool checkout and check-in cost about as much CPU as the statements of a short
+        transaction, so SQLite keeps one connection for reads and one for writes checked
+        out. A transaction takes the kept one out of its slot while it runs, so one that
+        yields (only the first connect does) never shares it: a second reader meanwhile
+        uses the pool. A connection that saw an error is closed rather than kept.
+
+        SQLAlchemy's own `async with engine.connect()` closes in a task of its own,
+        shielded from cancellation, so every transaction waited a turn of the event loop
+        on its way out, and on SQLite it did so holding the writer slot: under load the
+        writes queued one per loop iteration. An inline SQLite connection closes without
+        suspending (`storage.sqlite_inline`), so no cancellation can land half-way and
+        it closes directly; PostgreSQL's close does suspend and keeps the shield.
+        """
+        if not self.is_sqlite:
+            async with engine.connect() as conn:
+                yield conn
+            return
+        kept = self._kept.pop(keep, None) if self._kept is not None and keep else None
+        conn = kept or await engine.connect()
+        try:
+            yield conn
+        except BaseException:
+            await conn.close()
+            raise
+        if self._kept is not None and keep and keep not in self._kept:
+            self._kept[keep] = conn
+        else:
+            await conn.close()
 
 
 def first_line(exc: BaseException) -> str:

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import app_state, user_state
 
 
@@ -57,14 +58,16 @@ async def write_scoped(
 
 
 # App and user keys of one session's user in one round trip (0 = app, 1 = user).
-_SCOPED = sa.union_all(
-    sa.select(app_state.c.key, app_state.c.value, sa.literal(0).label("scope")).where(
-        app_state.c.app_name == sa.bindparam("b_app")
-    ),
-    sa.select(user_state.c.key, user_state.c.value, sa.literal(1).label("scope")).where(
-        user_state.c.app_name == sa.bindparam("b_app"),
-        user_state.c.user_id == sa.bindparam("b_user"),
-    ),
+_SCOPED = Prepared(
+    sa.union_all(
+        sa.select(app_state.c.key, app_state.c.value, sa.literal(0).label("scope")).where(
+            app_state.c.app_name == sa.bindparam("b_app")
+        ),
+        sa.select(user_state.c.key, user_state.c.value, sa.literal(1).label("scope")).where(
+            user_state.c.app_name == sa.bindparam("b_app"),
+            user_state.c.user_id == sa.bindparam("b_user"),
+        ),
+    )
 )
 
 
@@ -73,7 +76,7 @@ async def read_scoped(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(`app:` keys, `user:` keys of `user_id`) of one app, read in one statement."""
     found: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
-    for key, value, scope in await conn.execute(_SCOPED, {"b_app": app_name, "b_user": user_id}):
+    for key, value, scope in await _SCOPED.rows(conn, {"b_app": app_name, "b_user": user_id}):
         found[scope][key] = value
     return found
 

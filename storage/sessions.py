@@ -27,6 +27,7 @@ from agents.sessions.session import Session
 from agents.sessions.state import split_delta, without_temp
 from storage.engine import SqlGate
 from storage.errors import SessionExistsError
+from storage.prepared import Prepared
 from storage.schema import events, sessions
 from storage.scoped_state import read_app, read_scoped, read_users, write_scoped
 from storage.threads import ThreadRecord
@@ -53,30 +54,33 @@ _BY_KEY = sa.and_(
     sessions.c.user_id == sa.bindparam("b_user"),
     sessions.c.session_id == sa.bindparam("b_session"),
 )
-_SELECT_SESSION = sa.select(sessions).where(_BY_KEY)
-_SESSION_EXISTS = sa.select(sessions.c.pk).where(_BY_KEY)
+_SELECT_SESSION = Prepared(sa.select(sessions).where(_BY_KEY))
+_SESSION_EXISTS = Prepared(sa.select(sessions.c.pk).where(_BY_KEY))
 _LOCK_FOR_APPEND = sa.select(sessions.c.pk, sessions.c.last_seq, sessions.c.state).where(_BY_KEY)
 _LOCK_FOR_APPEND_PG = _LOCK_FOR_APPEND.with_for_update()
-_ALL_EVENTS = (
+_ALL_EVENTS_QUERY = (
     sa.select(events.c.pk, events.c.data)
     .where(events.c.session_pk == sa.bindparam("b_pk"), events.c.seq <= sa.bindparam("b_last"))
     .order_by(events.c.seq)
 )
-_EVENTS_SINCE_COMPACTION = _ALL_EVENTS.where(
-    sa.or_(
-        events.c.seq >= sa.bindparam("b_start"),
-        events.c.seq == sa.bindparam("b_compaction"),
+_ALL_EVENTS = Prepared(_ALL_EVENTS_QUERY)
+_EVENTS_SINCE_COMPACTION = Prepared(
+    _ALL_EVENTS_QUERY.where(
+        sa.or_(
+            events.c.seq >= sa.bindparam("b_start"),
+            events.c.seq == sa.bindparam("b_compaction"),
+        )
     )
 )
 # Takes the next seq and locks the row in one statement (an UPDATE locks on PostgreSQL
 # too); for appends that change no session state, the common case.
-_ADVANCE = (
+_ADVANCE = Prepared(
     sa.update(sessions)
     .where(_BY_KEY)
     .values(last_seq=sessions.c.last_seq + 1, updated_at=sa.bindparam("b_ts"))
     .returning(sessions.c.pk, sessions.c.last_seq)
 )
-_INSERT_EVENT = sa.insert(events)
+_INSERT_EVENT = Prepared(sa.insert(events))
 # Which columns it sets is decided by the parameters it is executed with.
 _UPDATE_SESSION = sa.update(sessions).where(sessions.c.pk == sa.bindparam("b_pk"))
 
@@ -90,6 +94,7 @@ class SqlSessionService:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._insert_empty = Prepared(gate.insert(sessions).on_conflict_do_nothing())
 
     async def create_session(
         self,
@@ -144,25 +149,28 @@ class SqlSessionService:
     ) -> Session | None:
         async def tx(conn: AsyncConnection) -> Session | None:
             key = _key_params(app_name, user_id, session_id)
-            row = (await conn.execute(_SELECT_SESSION, key)).first()
-            if row is None:
+            found = await _SELECT_SESSION.mappings(conn, key)
+            if not found:
                 return None
-            params = {"b_pk": row.pk, "b_last": row.last_seq}
-            windowed = since_compaction and row.compaction_seq > 0
+            row = found[0]
+            params = {"b_pk": row["pk"], "b_last": row["last_seq"]}
+            windowed = since_compaction and row["compaction_seq"] > 0
             query = _ALL_EVENTS
             if windowed:
                 query = _EVENTS_SINCE_COMPACTION
-                params.update(b_start=row.compaction_start_seq, b_compaction=row.compaction_seq)
-            event_rows = (await conn.execute(query, params)).all()
+                params.update(
+                    b_start=row["compaction_start_seq"], b_compaction=row["compaction_seq"]
+                )
+            event_rows = await query.rows(conn, params)
             return Session(
                 id=session_id,
                 app_name=app_name,
                 user_id=user_id,
-                state=await _merged_state(conn, app_name, user_id, row.state),
+                state=await _merged_state(conn, app_name, user_id, row["state"]),
                 events=_decode(event_rows, session_id),
-                created_at=row.created_at,
-                last_update_time=row.updated_at,
-                events_complete=not windowed or len(event_rows) == row.last_seq,
+                created_at=row["created_at"],
+                last_update_time=row["updated_at"],
+                events_complete=not windowed or len(event_rows) == row["last_seq"],
             )
 
         return await self._gate.read(tx)
@@ -203,21 +211,20 @@ class SqlSessionService:
         key = _key_params(thread.app_name, thread.user_id, thread.session_id)
 
         async def exists(conn: AsyncConnection) -> bool:
-            return (await conn.execute(_SESSION_EXISTS, key)).first() is not None
+            return bool(await _SESSION_EXISTS.rows(conn, key))
 
         async def create(conn: AsyncConnection) -> None:
             now = time.time()
-            await conn.execute(
-                self._gate.insert(sessions)
-                .values(
-                    app_name=thread.app_name,
-                    user_id=thread.user_id,
-                    session_id=thread.session_id,
-                    state={},
-                    created_at=now,
-                    updated_at=now,
-                )
-                .on_conflict_do_nothing()
+            await self._insert_empty.rowcount(
+                conn,
+                {
+                    "app_name": thread.app_name,
+                    "user_id": thread.user_id,
+                    "session_id": thread.session_id,
+                    "state": {},
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
 
         if probably_new or not await self._gate.read(exists):
@@ -233,19 +240,21 @@ class SqlSessionService:
         key = _key_params(session.app_name, session.user_id, session.id)
 
         async def tx(conn: AsyncConnection) -> Event:
-            if own or compaction is not None:
-                row = (await conn.execute(lock, key)).first()
+            advanced = not own and compaction is None
+            if advanced:
+                advance = await _ADVANCE.rows(conn, {**key, "b_ts": event.timestamp})
+                row = advance[0] if advance else None
             else:
-                row = (await conn.execute(_ADVANCE, {**key, "b_ts": event.timestamp})).first()
+                row = (await conn.execute(lock, key)).first()
             if row is None:
                 raise SessionNotFoundError(session.id)
-            advanced = not own and compaction is None
-            seq = row.last_seq if advanced else row.last_seq + 1
+            pk, last_seq = row[0], row[1]
+            seq = last_seq if advanced else last_seq + 1
             stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
-            await conn.execute(
-                _INSERT_EVENT,
+            await _INSERT_EVENT.rowcount(
+                conn,
                 {
-                    "session_pk": row.pk,
+                    "session_pk": pk,
                     "seq": seq,
                     "event_id": stored.id,
                     "invocation_id": stored.invocation_id,
@@ -256,7 +265,7 @@ class SqlSessionService:
                 },
             )
             if not advanced:
-                changes: dict[str, Any] = {"b_pk": row.pk, "last_seq": seq}
+                changes: dict[str, Any] = {"b_pk": pk, "last_seq": seq}
                 changes["updated_at"] = stored.timestamp
                 if own:
                     changes["state"] = {**row.state, **own}
@@ -323,8 +332,7 @@ async def _merged_state(
 def _decode(rows: Sequence[Any], session_id: str) -> list[Event]:
     """Events from their JSON; a corrupt row is logged and skipped, not fatal."""
     decoded = []
-    for row in rows:
-        pk, data = row.pk, row.data
+    for pk, data in rows:
         try:
             decoded.append(Event.model_validate_json(data))
         except (ValidationError, ValueError) as exc:

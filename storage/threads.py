@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import sessions, threads
 
 ThreadStatus = Literal["active", "handed_off", "closed"]
@@ -75,8 +76,8 @@ _BY_KEY = sa.and_(
     threads.c.channel_id == sa.bindparam("b_channel"),
     threads.c.thread_ts == sa.bindparam("b_ts"),
 )
-_SELECT = sa.select(threads).where(_BY_KEY)
-_UPDATE = sa.update(threads).where(_BY_KEY).returning(threads.c.thread_ts)
+_SELECT = Prepared(sa.select(threads).where(_BY_KEY))
+_UPDATE = Prepared(sa.update(threads).where(_BY_KEY).returning(threads.c.thread_ts))
 
 
 def _key_params(key: ThreadKey) -> dict[str, Any]:
@@ -140,7 +141,7 @@ async def touch_in(
     values: dict[str, Any] = {"last_activity_at": now, "digest_state": "pending"}
     if owner_agent is not None:
         values["owner_agent"] = owner_agent
-    return (await conn.execute(_UPDATE, {**_key_params(key), **values})).first() is not None
+    return bool(await _UPDATE.rows(conn, {**_key_params(key), **values}))
 
 
 class ThreadStore:
@@ -148,12 +149,12 @@ class ThreadStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
-        self._insert = gate.insert(threads).on_conflict_do_nothing()
+        self._insert = Prepared(gate.insert(threads).on_conflict_do_nothing())
 
     async def get(self, key: ThreadKey) -> ThreadRecord | None:
         async def tx(conn: AsyncConnection) -> ThreadRecord | None:
-            row = (await conn.execute(_SELECT, _key_params(key))).first()
-            return None if row is None else _record(row)
+            found = await _SELECT.mappings(conn, _key_params(key))
+            return ThreadRecord.model_validate(found[0]) if found else None
 
         return await self._gate.read(tx)
 
@@ -181,8 +182,8 @@ class ThreadStore:
         """Map a new thread; if another writer mapped it first, return that row."""
 
         async def tx(conn: AsyncConnection) -> ThreadRecord:
-            await conn.execute(
-                self._insert,
+            await self._insert.rowcount(
+                conn,
                 {
                     "team_id": key.team_id,
                     "channel_id": key.channel_id,
@@ -196,8 +197,8 @@ class ThreadStore:
                     "created_at": now,
                 },
             )
-            row = (await conn.execute(_SELECT, _key_params(key))).one()
-            return _record(row)
+            (found,) = await _SELECT.mappings(conn, _key_params(key))
+            return ThreadRecord.model_validate(found)
 
         return await self._gate.write(tx)
 
@@ -205,7 +206,7 @@ class ThreadStore:
         async def tx(conn: AsyncConnection) -> bool:
             if not guards:
                 params = {**_key_params(key), **values}
-                return (await conn.execute(_UPDATE, params)).first() is not None
+                return bool(await _UPDATE.rows(conn, params))
             stmt = (
                 sa.update(threads)
                 .where(_key_where(key), *guards)

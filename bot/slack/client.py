@@ -129,8 +129,12 @@ class SlackClient:
     """
 
     def __init__(self, settings: Settings, *, retry_backoff: float = 0.5) -> None:
+        # Every slot of MAX_CONCURRENT_INVOCATIONS may have a call out, with aiohttp's
+        # default 100 left for the rest: with only the 100, a loaded bot's placeholders
+        # queued a second for a connection while the slots waiting on them filled up.
+        limit = settings.max_concurrent_invocations + 100
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=100), timeout=aiohttp.ClientTimeout(total=30)
+            connector=aiohttp.TCPConnector(limit=limit), timeout=aiohttp.ClientTimeout(total=30)
         )
         self.web = AsyncWebClient(
             token=secret(settings.slack_bot_token),

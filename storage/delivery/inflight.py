@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
 from storage.threads import ThreadKey, touch_in
 
@@ -75,8 +76,21 @@ _OWNED = sa.and_(
     inflight.c.message_ts == sa.bindparam("b_ts"),
     inflight.c.owner == sa.bindparam("b_owner"),
 )
-_UPDATE_OWNED = sa.update(inflight).where(_OWNED).returning(inflight.c.message_ts)
-_DELETE_OWNED = sa.delete(inflight).where(_OWNED)
+_UPDATE_OWNED = Prepared(sa.update(inflight).where(_OWNED).returning(inflight.c.message_ts))
+_DELETE_OWNED = Prepared(sa.delete(inflight).where(_OWNED))
+
+
+_EARLIER_BY_OTHERS = Prepared(
+    sa.select(
+        sa.exists().where(
+            inflight.c.owner != sa.bindparam("b_owner"),
+            inflight.c.team_id == sa.bindparam("b_team"),
+            inflight.c.channel_id == sa.bindparam("b_channel"),
+            inflight.c.thread_ts == sa.bindparam("b_thread"),
+            inflight.c.message_ts < sa.bindparam("b_ts"),
+        )
+    )
+)
 
 
 def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
@@ -186,7 +200,7 @@ class InflightStore:
     async def _update_owned(self, key: InflightKey, owner: str, values: dict[str, Any]) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
             params = {**_owned_params(key, owner), **values}
-            return (await conn.execute(_UPDATE_OWNED, params)).first() is not None
+            return bool(await _UPDATE_OWNED.rows(conn, params))
 
         return await self._gate.write(tx)
 
@@ -207,7 +221,7 @@ class InflightStore:
         if `owner` still holds it."""
 
         async def tx(conn: AsyncConnection) -> bool:
-            return (await conn.execute(_DELETE_OWNED, _owned_params(key, owner))).rowcount > 0
+            return await _DELETE_OWNED.rowcount(conn, _owned_params(key, owner)) > 0
 
         return await self._gate.write(tx)
 
@@ -218,7 +232,7 @@ class InflightStore:
 
         async def tx(conn: AsyncConnection) -> bool:
             params = _owned_params(key, owner)
-            finished = (await conn.execute(_DELETE_OWNED, params)).rowcount > 0
+            finished = await _DELETE_OWNED.rowcount(conn, params) > 0
             await touch_in(conn, thread, now=now, owner_agent=owner_agent)
             return finished
 
@@ -255,18 +269,16 @@ class InflightStore:
         """Whether an earlier message of the same thread is still unanswered by a process
         other than `owner`: a later one waits for it, so replies keep the thread's order.
         (`owner`'s own earlier messages are ordered by its thread worker already.)"""
-        query = sa.select(
-            sa.exists().where(
-                inflight.c.owner != owner,
-                inflight.c.team_id == key.team_id,
-                inflight.c.channel_id == key.channel_id,
-                inflight.c.thread_ts == thread_ts,
-                inflight.c.message_ts < key.message_ts,
-            )
-        )
+        params = {
+            "b_owner": owner,
+            "b_team": key.team_id,
+            "b_channel": key.channel_id,
+            "b_thread": thread_ts,
+            "b_ts": key.message_ts,
+        }
 
         async def tx(conn: AsyncConnection) -> bool:
-            return bool((await conn.execute(query)).scalar_one())
+            return bool((await _EARLIER_BY_OTHERS.rows(conn, params))[0][0])
 
         return await self._gate.read(tx)
 

@@ -80,3 +80,19 @@ async def test_finish_answered_forgets_the_message_and_touches_the_thread(db: Da
     thread = await db.threads.get(KEY)
     assert thread is not None
     assert (thread.last_activity_at, thread.owner_agent) == (9.0, "billing")
+
+
+async def test_sqlite_transactions_finish_without_yielding_to_the_loop(tmp_path: Path) -> None:
+    # A write that yields holds SQLite's writer slot across a loop turn, and under load
+    # every other write queues behind it (issue 18's convoy at 20 msg/s).
+    db = await Database.open(f"sqlite:///{tmp_path / 'bot.db'}")
+    try:
+        await db.threads.create(KEY, session_id="s1", app_name="app", user_id="u1", now=1.0)
+        await db.threads.get(KEY)  # the pools' first connections open on a thread
+        loop_turns: list[int] = []
+        asyncio.get_running_loop().call_soon(loop_turns.append, 1)
+        await db.threads.touch(KEY, now=2.0, owner_agent="billing")
+        await db.threads.get(KEY)
+        assert loop_turns == []
+    finally:
+        await db.close()

@@ -126,3 +126,48 @@ async def test_thread_lock_is_released_when_its_process_dies(postgres_url: str) 
     finally:
         for db in dbs:
             await db.close()
+
+
+async def test_many_thread_locks_at_once_are_each_taken_and_given_back(postgres_url: str) -> None:
+    # One process's lock calls go to PostgreSQL in batches: each answer must reach its
+    # own caller, and a caller cancelled while its lock is on the way must not keep it.
+    first, second = await Database.open(postgres_url), await Database.open(postgres_url)
+    keys = [ThreadKey(team_id="T1", channel_id="C1", thread_ts=f"{n}.1") for n in range(30)]
+    held, all_in = asyncio.Event(), asyncio.Event()
+    entered: list[ThreadKey] = []
+
+    async def invocation(key: ThreadKey) -> None:
+        async with first.thread_locks.hold(key):
+            entered.append(key)
+            if len(entered) == len(keys):
+                all_in.set()
+            await held.wait()
+
+    try:
+        tasks = [asyncio.create_task(invocation(key)) for key in keys]
+        cancelled = asyncio.create_task(
+            invocation(ThreadKey(team_id="T1", channel_id="C2", thread_ts="1.1"))
+        )
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        async with asyncio.timeout(10):
+            await all_in.wait()
+        blocked = asyncio.create_task(invocation_on(second, keys[7]))
+        await asyncio.sleep(0.3)
+        assert not blocked.done()  # the first process still holds it
+        held.set()
+        await asyncio.gather(*tasks)
+        async with asyncio.timeout(10):
+            await blocked
+            for key in [*keys, ThreadKey(team_id="T1", channel_id="C2", thread_ts="1.1")]:
+                async with second.thread_locks.hold(key):
+                    pass
+    finally:
+        await first.close()
+        await second.close()
+    assert sorted(entered, key=lambda k: float(k.thread_ts)) == keys
+
+
+async def invocation_on(db: Database, key: ThreadKey) -> None:
+    async with db.thread_locks.hold(key):
+        pass

@@ -62,3 +62,31 @@ async def test_writer_lock_cancelled_waiter_does_not_block_the_slot() -> None:
     async with asyncio.timeout(1):
         async with lock.hold(urgent=True):
             pass
+
+
+async def test_a_free_slot_is_taken_at_once_even_with_writers_queued() -> None:
+    # Handing the slot to a queued writer would leave it idle until that writer's turn
+    # on the loop; a writer that finds it free goes straight in instead.
+    lock = WriterLock()
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def first() -> None:
+        async with lock.hold():
+            await release.wait()
+
+    async def writer(name: str) -> None:
+        async with lock.hold():
+            order.append(name)
+
+    holder = asyncio.create_task(first())
+    await asyncio.sleep(0)
+    queued = asyncio.create_task(writer("queued"))
+    await asyncio.sleep(0)
+    release.set()
+    await asyncio.sleep(0)  # the holder lets go; the queued writer is woken, not yet run
+    assert holder.done() and not queued.done()
+    async with lock.hold():
+        order.append("arrived")
+    await queued
+    assert order == ["arrived", "queued"]
