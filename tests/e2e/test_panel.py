@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from agents.models.base import LlmRequest, LlmResponse
 from agents.models.scripted import ScriptedModel, json_text, transfer
 from agents.summary.service import SummaryService
 from bot.digests.job import DigestJob
@@ -28,6 +30,16 @@ def thread_started(thread_ts: str, *, user: str = "U1") -> dict[str, Any]:
         },
         "event_ts": thread_ts,
     }
+
+
+class ThinkingModel(ScriptedModel):
+    """A scripted model that takes a moment per call, as a real one does: long enough for
+    the panel to show each agent while it works (the status is latest-wins, so an
+    instant turn may finish before an earlier status is even sent)."""
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        await asyncio.sleep(0.5)
+        return await super().generate(request)
 
 
 def methods(slack: FakeSlackApi) -> list[tuple[str, dict[str, Any]]]:
@@ -59,7 +71,7 @@ async def test_panel_thread_started_sets_title_and_prompts_from_the_tree(
 async def test_panel_message_shows_the_working_agent_then_the_reply(
     slack: FakeSlackApi, start_bot: StartBot, database: Any
 ) -> None:
-    model = ScriptedModel(
+    model = ThinkingModel(
         [transfer("billing_agent"), "Your refund is on its way.", "It was INV-9."]
     )
     bot = await start_bot(support_tree(model))
