@@ -228,8 +228,21 @@ def _dataset_options(command: Callable[..., int]) -> Callable[..., int]:
     is_flag=True,
     help="print each conversation's first-attempt problems under its line",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["both", "incremental", "whole"]),
+    default="both",
+    show_default=True,
+    help="SUMMARY_MODE to evaluate: window records replayed as live and merged, the whole "
+    "thread at once, or both side by side on the same conversations",
+)
 def run_eval_summaries(
-    data: str, model: str | None, limit: int | None, seed_validator: bool, show_problems: bool
+    data: str,
+    model: str | None,
+    limit: int | None,
+    seed_validator: bool,
+    show_problems: bool,
+    mode: str,
 ) -> int:
     from bot.evals.cli import eval_summaries
 
@@ -241,6 +254,7 @@ def run_eval_summaries(
         limit=limit,
         seed_validator=seed_validator,
         show_problems=show_problems,
+        mode=mode,
     )
     return _run(work)
 

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Mode = Literal["socket", "http", "chat"]
 ToolDecision = Literal["auto", "decide-first", "one-call"]
+SummaryMode = Literal["incremental", "whole"]
 
 
 class Settings(BaseSettings):
@@ -36,6 +37,12 @@ class Settings(BaseSettings):
         description="litellm model string; unset (or `local`) runs the embedded local model.",
     )
     summary_model: str | None = None
+    summary_mode: SummaryMode = Field(
+        default="incremental",
+        description="`incremental`: a validated record per window of COMPACTION_INTERVAL "
+        "invocations, written as the thread goes and merged for digests, hand-offs and "
+        "/summary; `whole`: one summary of the whole thread when one is needed.",
+    )
     summary_complete_coverage: bool | None = Field(
         default=None,
         description="After each summary draft, one small call per checklist line it missed "

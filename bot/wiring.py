@@ -18,6 +18,10 @@ apply to every model of the tree.
     async with open_models(settings) as models:
         runner = build_runner(settings, db, models)
         summarizer = build_summarizer(settings, db, models)
+
+`SUMMARY_MODE=incremental` (the default) writes a validated record per window as the
+thread goes (an after-invocation hook next to compaction) and merges them for digests,
+hand-offs and `/summary`; `whole` summarises the whole thread when a summary is needed.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from storage.database import Database
 if TYPE_CHECKING:
     from agents.summary.aids.policy import SmallModelAids
     from agents.summary.checks.validator import Validator
+    from agents.summary.incremental import IncrementalSummarizer
     from agents.summary.service import SummaryService
     from bot.local_model.server import LocalEndpoint
 
@@ -177,7 +182,8 @@ async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> As
 
 def build_runner(settings: Settings, db: Database, models: Models | None = None) -> Runner:
     """The support tree over the database's session service, compacting after each
-    invocation on `COMPACTION_MODEL` (default: `MODEL`)."""
+    invocation on `COMPACTION_MODEL` (default: `MODEL`) and, with
+    `SUMMARY_MODE=incremental`, summarising each window compaction closes."""
     models = models or configured_models(settings)
     summarizer = LlmEventSummarizer(models.resolve(models.compaction))
     compactor = Compactor(
@@ -193,7 +199,7 @@ def build_runner(settings: Settings, db: Database, models: Models | None = None)
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=models.factory,
-        after_invocation=[compactor],
+        after_invocation=[compactor, *window_hooks(settings, db, models)],
         plugins=[SlackTsPlugin(), SpeakerPlugin()],
         max_message_chars=settings.max_model_message_chars,
     )
@@ -215,7 +221,42 @@ def build_tree(settings: Settings, models: Models) -> BaseAgent:
     )
 
 
+def window_hooks(settings: Settings, db: Database, models: Models) -> list[IncrementalSummarizer]:
+    """The after-invocation hook that writes window records (none in `whole` mode)."""
+    if settings.summary_mode != "incremental":
+        return []
+    return [incremental_summarizer(settings, db, build_summary_service(settings, db, models))]
+
+
+def incremental_summarizer(
+    settings: Settings, db: Database | None, service: SummaryService
+) -> IncrementalSummarizer:
+    """Window records on `service`, stored in the database (in memory without one),
+    windows of `COMPACTION_INTERVAL` invocations."""
+    from agents.summary.incremental import IncrementalSummarizer
+    from agents.summary.windows import InMemoryWindowStore, WindowStore
+
+    store: WindowStore = db.windows if db is not None else InMemoryWindowStore()
+    return IncrementalSummarizer(
+        service,
+        store,
+        interval=settings.compaction_interval,
+        session_service=db.sessions if db is not None else None,
+    )
+
+
 def build_summarizer(
+    settings: Settings, db: Database | None = None, models: Models | None = None
+) -> Summarizer:
+    """What digests, hand-offs and `/summary` summarise with, per `SUMMARY_MODE`: merged
+    window records (`incremental`) or one summary of the whole thread (`whole`)."""
+    service = build_summary_service(settings, db, models)
+    if settings.summary_mode == "whole":
+        return service
+    return incremental_summarizer(settings, db, service)
+
+
+def build_summary_service(
     settings: Settings,
     db: Database | None = None,
     models: Models | None = None,

@@ -29,6 +29,7 @@ from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summary_runs import SummaryRunStore
 from storage.threads import ThreadStore
+from storage.windows import WindowStore
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Database:
         self.digests = DigestStore(self.gate)
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)
+        self.windows = WindowStore(self.gate)
         self.stats = StatsStore(self.gate, self.summary_runs)
         self.owners = OwnerStore(self.gate)
         self.thread_locks = ThreadLocks(self.gate)

@@ -10,7 +10,9 @@ user event carries its sender's id under `SPEAKER_ID` in `custom_metadata` (the 
 - every turn they spoke in someone else's session: their message and the events of the
   same invocation (the reply to it, tool calls and results that may repeat it);
 - in each session touched this way, whatever was derived from the whole session and so
-  may quote them: compaction summaries, digests, memory and summary runs.
+  may quote them: compaction summaries, digests, memory and summary runs, and the window
+  records whose range holds one of their events (the next digest rebuilds those windows
+  from the events that remain).
 
 The Slack messages of the deleted digests are returned, so that the caller can delete
 them from the lead channel.
@@ -32,6 +34,7 @@ from storage.schema import (
     memory,
     sessions,
     summary_runs,
+    summary_windows,
     threads,
     user_state,
 )
@@ -82,6 +85,25 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
     turns = sa.tuple_(events.c.session_pk, events.c.invocation_id).in_(
         [(pk, inv) for pk, inv in spoken]
     )
+    spoken_seqs = (
+        (
+            await conn.execute(
+                sa.select(sessions.c.session_id, events.c.seq)
+                .join(sessions, sessions.c.pk == events.c.session_pk)
+                .where(turns)
+            )
+        ).all()
+        if spoken
+        else []
+    )
+    windows_quoting = [
+        sa.and_(
+            summary_windows.c.session_id == sid,
+            summary_windows.c.start_seq <= seq,
+            summary_windows.c.end_seq >= seq,
+        )
+        for sid, seq in spoken_seqs
+    ]
     statements = {
         "spoken_events": sa.delete(events).where(turns) if spoken else None,
         "compactions": sa.delete(events).where(
@@ -95,6 +117,9 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
             )
         ),
         "digests": sa.delete(digests).where(cited),
+        "windows": sa.delete(summary_windows).where(
+            sa.or_(summary_windows.c.session_id.in_(owned_ids), *windows_quoting)
+        ),
         "memory": sa.delete(memory).where(
             sa.or_(
                 memory.c.user_id == user_id,

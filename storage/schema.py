@@ -205,6 +205,34 @@ summary_runs = sa.Table(
     sa.Index(None, "session_id"),
 )
 
+# Window records (`SUMMARY_MODE=incremental`): one validated handoff record (or a named
+# gap) per window of a session's events, `start_seq`..`end_seq`. `fingerprint` names the
+# events the record was built from, so a window whose events changed is rebuilt.
+summary_windows = sa.Table(
+    "summary_windows",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("start_seq", sa.Integer, nullable=False),
+    sa.Column("end_seq", sa.Integer, nullable=False),
+    sa.Column("start_event_id", sa.String(32), nullable=False),
+    sa.Column("end_event_id", sa.String(32), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("closed", sa.Boolean, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("record", sa.JSON, nullable=True),
+    sa.Column("problems", sa.JSON, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("first_attempt_pass", sa.Boolean, nullable=False),
+    sa.Column("prompt_tokens", sa.Integer, nullable=False),
+    sa.Column("completion_tokens", sa.Integer, nullable=False),
+    sa.Column("cost", sa.Float, nullable=False),
+    sa.Column("latency_s", sa.Float, nullable=False),
+    sa.Column("closed_by", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("session_id", "start_seq"),
+)
+
 # One row per (reply, person): the last feedback button they clicked on an AI reply.
 # `event_id` is the reply's event in `session_id`; `agent` is the event's author, kept
 # here so counts per agent need no event scan. A redelivered click finds its row.

@@ -10,6 +10,19 @@ a step with transfer targets or tools is two calls:
 2. **The act**: a transfer becomes the ordinary `transfer_to_agent` function call (no
    second call); a tool gets its arguments written under its own parameter schema; an
    answer is written with no tools in sight.
+3. **The review** of a written answer, when a tool is left that was not called this
+   turn: one more constrained choice, between sending the reply and consulting each such
+   tool, read against the tools' descriptions. A tool that says when it applies ("before
+   promising a refund") is to be consulted when the reply does that, even if the first
+   decision missed it; the reply is then written again with the tool's answer in view.
+   The Qwen 1.5B embedded model seldom holds a reply back this way (in a probe it sent
+   on 4 of 4 refund promises with the tool listed second, 3 of 3 with it first), so
+   the review is a safety net for stronger decide-first models, not a guarantee on the
+   embedded one.
+
+The decision and the review carry no chat turns: the conversation is one fenced block
+(`agents.llm.decision_transcript`) under the question, so the model classifies it
+instead of answering it.
 
 On such a model no step sees the bookkeeping of a hand-off (the `transfer_to_agent` call
 and its result): a small model reading it writes about the transfer instead of answering.
@@ -42,8 +55,10 @@ from agents.llm.decision_requests import (
     decision_request,
     find_json_object_any,
     parse_choice,
+    review_request,
     without_handoff_records,
 )
+from agents.llm.instructions import template_words
 from agents.llm.pretend_actions import PretendAction, find_pretend_action, without_pretence
 from agents.llm.transfer import TRANSFER_TOOL, transfer_targets
 from agents.metrics import REGISTRY
@@ -60,6 +75,7 @@ for _name, _help in (
     ("support_bot_tool_decisions_total", "Decide-first choices, by agent, kind and choice"),
     ("support_bot_pretend_actions_total", "Replies that pretended an action, by agent and fix"),
     ("support_bot_output_cut_total", "Model answers cut at their output budget, by agent"),
+    ("support_bot_reviews_total", "Written replies held back to consult a tool, by agent"),
 ):
     REGISTRY.describe(_name, "counter", _help)
 
@@ -79,6 +95,18 @@ class StepOptions:
     targets: tuple[tuple[str, str], ...] = ()
     tools: tuple[ToolDeclaration, ...] = ()
     called: frozenset[str] = frozenset()
+    others: tuple[str, ...] = ()
+    """The tree's other internal names (agents and tools not among `targets` and
+    `tools`, the agent itself included): a reply must not name them either."""
+    own_words: str = ""
+    """What a reply must not recite: the instruction's own words, without the state values
+    filled into it (a pipeline step's input, e.g. `{diagnosis}`, is data a reply may and
+    should repeat). Empty: the whole `instruction`."""
+
+    @property
+    def recital_source(self) -> str:
+        """The text a reply is checked against for a recital (see `own_words`)."""
+        return self.own_words or self.instruction
 
     def choices(self, *, answer: bool = True) -> list[Choice]:
         """Targets, then the agent itself (answer), then the tools not called this turn."""
@@ -106,7 +134,18 @@ def step_options(agent: LlmAgent, ctx: InvocationContext, instruction: str) -> S
         ),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),
+        others=tuple(sorted(_internal_names(agent))),
+        own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
     )
+
+
+def _internal_names(agent: LlmAgent) -> set[str]:
+    """Every agent and tool name in `agent`'s tree, minus its own targets and tools."""
+    root = agent.root_agent
+    names = {a.name for a in root.walk()}
+    names |= {t.name for a in root.walk() for t in getattr(a, "tools", [])}
+    names -= {t.name for t in transfer_targets(agent)} | {t.name for t in agent.tools}
+    return names
 
 
 @dataclass(frozen=True)
@@ -161,7 +200,10 @@ async def respond(
         response = await step.decide_and_act()
     else:
         response = await step.call(request)
-    return await step.without_pretence(response)
+    response = await step.without_pretence(response)
+    if decides_first(model):
+        response = await step.review(response)
+    return response
 
 
 class _Step:
@@ -196,10 +238,12 @@ class _Step:
         choice = await self.decide(choices)
         return await self.act(choice)
 
-    async def decide(self, choices: Sequence[Choice]) -> Choice:
+    async def decide(self, choices: Sequence[Choice], request: LlmRequest | None = None) -> Choice:
+        """One of `choices`, asked by `request` (default: the step's decision request)."""
         started = time.perf_counter()
         response = await self.call(
-            decision_request(
+            request
+            or decision_request(
                 self.request,
                 agent=self.options.agent,
                 instruction=self.options.instruction,
@@ -245,6 +289,33 @@ class _Step:
             response.model_copy(update={"parts": _calls(FunctionCall(name=name, args=args)).parts})
         )
 
+    async def review(self, response: LlmResponse) -> LlmResponse:
+        """A written reply, or the call of a tool it needs first: one more decision,
+        between sending it and each tool not called this turn, read against the tools'
+        descriptions (a tool's description says when it applies, e.g. "before promising
+        a refund"). The reply is dropped for the tool; the agent's next step answers with
+        the tool's result in view."""
+        tools = [c for c in self.options.choices(answer=False) if c.kind == "tool"]
+        if not tools or response.function_calls or self.request.response_schema is not None:
+            return self._done(response)
+        if not response.text.strip():
+            return self._done(response)
+        send = Choice(self.options.agent, "answer", "")
+        choice = await self.decide(
+            [send, *tools],
+            review_request(
+                self.request,
+                agent=self.options.agent,
+                instruction=self.options.instruction,
+                draft=response.text,
+                choices=[send, *tools],
+            ),
+        )
+        if choice.kind != "tool":
+            return self._done(response)
+        REGISTRY.inc("support_bot_reviews_total", agent=self.options.agent, tool=choice.name)
+        return await self.tool_call(choice.name)
+
     # -- no pretend actions -----------------------------------------------------------
 
     async def without_pretence(self, response: LlmResponse) -> LlmResponse:
@@ -257,7 +328,8 @@ class _Step:
                 response.text,
                 targets=[name for name, _ in options.targets],
                 tools=[t.name for t in options.tools if t.name not in options.called],
-                instruction=options.instruction,
+                instruction=options.recital_source,
+                others=options.others,
             )
             if pretend is None:
                 return self._done(response)
@@ -293,7 +365,8 @@ class _Step:
             response.text,
             targets=[name for name, _ in options.targets],
             tools=[t.name for t in options.tools if t.name not in options.called],
-            instruction=options.instruction,
+            instruction=options.recital_source,
+            others=options.others,
         )
         if not kept:
             self._count_pretend("failed")

@@ -29,3 +29,9 @@ def inject_state(template: str, state: Mapping[str, Any], *, agent_name: str) ->
         raise InstructionTemplateError(key, agent_name=agent_name)
 
     return _PLACEHOLDER.sub(replace, template)
+
+
+def template_words(template: str) -> str:
+    """`template` without its placeholders: the instruction's own words, as opposed to the
+    state values (another agent's output, say) filled into it."""
+    return _PLACEHOLDER.sub(" ", template)

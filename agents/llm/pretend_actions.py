@@ -52,12 +52,15 @@ def find_pretend_action(
     targets: Sequence[str],
     tools: Sequence[str],
     instruction: str = "",
+    others: Sequence[str] = (),
 ) -> PretendAction | None:
     """The pretend action in reply `text`, or None for a reply that can be shown.
 
     A named target or tool wins over a bare claim, so that the caller can act on it. An
     internal name ("tech_support") counts anywhere; a plain word ("repairs") only in a
-    reply that claims a hand-off.
+    reply that claims a hand-off. `others` are the tree's other internal names (agents
+    and tools this agent cannot reach now, the agent that handed over to it, say): a
+    reply naming one is a `claim`, with no action to turn it into.
     """
     if not text.strip():
         return None
@@ -65,6 +68,8 @@ def find_pretend_action(
     for kind, name in named:
         if _mentions(text, name):
             return PretendAction(kind, name)  # type: ignore[arg-type]
+    if any(_mentions(text, name) for name in others):
+        return PretendAction("claim")
     if _word(text, TRANSFER_TOOL):
         return PretendAction("claim")
     if _CLAIM.search(text):
@@ -81,7 +86,12 @@ _SENTENCE = re.compile(r"(?<=[.!?])[ \t]+|\n+")
 
 
 def without_pretence(
-    text: str, *, targets: Sequence[str], tools: Sequence[str], instruction: str = ""
+    text: str,
+    *,
+    targets: Sequence[str],
+    tools: Sequence[str],
+    instruction: str = "",
+    others: Sequence[str] = (),
 ) -> str:
     """`text` without the sentences that pretend an action ("" if nothing else is left):
     the last resort of an agent that has no action to turn the pretence into."""
@@ -89,7 +99,9 @@ def without_pretence(
         sentence
         for sentence in _SENTENCE.split(text)
         if sentence.strip()
-        and find_pretend_action(sentence, targets=targets, tools=tools, instruction=instruction)
+        and find_pretend_action(
+            sentence, targets=targets, tools=tools, instruction=instruction, others=others
+        )
         is None
     ]
     return " ".join(s.strip() for s in kept)

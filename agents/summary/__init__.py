@@ -2,6 +2,8 @@
 
 `SummaryService(model, aids=SmallModelAids(...)).summarize(session)` returns a validated
 `Summary` or a typed `NoSummary`; never unchecked text. Problems are typed `Problem`s.
+`IncrementalSummarizer(service, store, interval=...)` builds the same records window by
+window as the thread goes and merges them (`merge_records`), naming any `WindowGap`.
 Render a record with `to_text` or `to_json`; transports build their own views from it.
 """
 
@@ -10,6 +12,8 @@ from agents.summary.aids.policy import SmallModelAids
 from agents.summary.checks.claims import label_user_claims
 from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import Entity, EntityExtractor, EntityPattern, pattern
+from agents.summary.incremental import IncrementalSummarizer
+from agents.summary.merge import merge_records
 from agents.summary.metrics import SummaryRun, SummaryRunSink
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import (
@@ -19,7 +23,7 @@ from agents.summary.record import (
     response_schema,
 )
 from agents.summary.render import to_json, to_text
-from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
+from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult, WindowGap
 from agents.summary.service import SummaryService
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
 
@@ -32,6 +36,7 @@ __all__ = [
     "EntityExtractor",
     "EntityPattern",
     "HandoffRecord",
+    "IncrementalSummarizer",
     "Item",
     "NoSummary",
     "Problem",
@@ -46,8 +51,10 @@ __all__ = [
     "SummaryService",
     "ValidationResult",
     "Validator",
+    "WindowGap",
     "build_summary_agent",
     "label_user_claims",
+    "merge_records",
     "pattern",
     "render_transcript",
     "response_schema",

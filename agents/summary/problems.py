@@ -28,6 +28,7 @@ class ProblemKind(StrEnum):
     MODEL_ERROR = "model_error"
     MALFORMED = "malformed"
     NO_SESSION = "no_session"
+    WINDOW_GAP = "window_gap"
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ in every rendering.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agents.summary.record import HandoffRecord, Item
+from agents.summary.results import WindowGap
 
 # The reading order of a handoff.
 ORDER = (
@@ -36,8 +38,22 @@ def _item_line(item: Item) -> str:
     return f"- {claim}{item.text} ({', '.join(item.sources)})"
 
 
-def to_text(record: HandoffRecord, *, source_session_id: str | None = None) -> str:
-    """Plain sections for the next agent's first message."""
+def gaps_text(gaps: Sequence[WindowGap], windows: int, ranges: Sequence[str] = ()) -> str:
+    """`2 of 9 windows unavailable: see e12–e20, e41–e47`; `ranges` replaces the plain
+    labels (with links, say)."""
+    shown = ", ".join(ranges or [gap.label() for gap in gaps])
+    return f"{len(gaps)} of {windows} windows unavailable: see {shown}"
+
+
+def to_text(
+    record: HandoffRecord,
+    *,
+    source_session_id: str | None = None,
+    gaps: Sequence[WindowGap] = (),
+    windows: int = 0,
+) -> str:
+    """Plain sections for the next agent's first message; `gaps` (windows no validated
+    record covers) are named last, so the reader knows what to read in the thread."""
     lines = [f"Handoff summary{f' of session {source_session_id}' if source_session_id else ''}"]
     lines.append(f"Goal: {record.goal}")
     for section, title in ORDER:
@@ -46,4 +62,6 @@ def to_text(record: HandoffRecord, *, source_session_id: str | None = None) -> s
             continue
         lines.append(f"{title}:")
         lines.extend(_item_line(item) for item in items)
+    if gaps:
+        lines.append(gaps_text(gaps, windows) + " (not summarised; read those events)")
     return "\n".join(lines)

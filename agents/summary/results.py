@@ -33,8 +33,26 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class WindowGap:
+    """A window of the thread no validated record covers: its first and last event ids
+    and why it failed. Its events are read in the thread itself."""
+
+    start_id: str
+    end_id: str
+    problems: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        """`e12–e20`."""
+        return self.start_id if self.start_id == self.end_id else f"{self.start_id}–{self.end_id}"
+
+
+@dataclass(frozen=True)
 class Summary:
-    """A validated handoff record. `metadata` says what the rendering did to fit."""
+    """A validated handoff record. `metadata` says what the rendering did to fit.
+
+    A record merged from window records (`SUMMARY_MODE=incremental`) counts its
+    `windows` and names its `gaps`: windows whose events no validated record covers.
+    """
 
     session_id: str
     record: HandoffRecord
@@ -44,6 +62,8 @@ class Summary:
     latency_s: float
     metadata: dict[str, Any] = field(default_factory=dict)
     attempt_log: tuple[Attempt, ...] = ()
+    windows: int = 0
+    gaps: tuple[WindowGap, ...] = ()
 
     @property
     def no_high_value_entities(self) -> bool:

@@ -15,10 +15,12 @@ MAX_LISTED = 30
 RETRY_HEADER = "Your previous answer was rejected. Fix every problem below and answer again:"
 
 
-def first_message(rendered: RenderedTranscript, plan: Checklist) -> str:
-    """The fenced transcript, then the checklist when there is one."""
+def first_message(rendered: RenderedTranscript, plan: Checklist, context: str = "") -> str:
+    """`context` (the earlier part of the thread, already quoted) when there is one, the
+    fenced transcript, then the checklist when there is one."""
     hints = plan.text()
-    return f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
+    body = f"{rendered.fenced()}\n\n{hints}" if hints else rendered.fenced()
+    return f"{context}\n\n{body}" if context else body
 
 
 def problem_line(problem: Problem, where: dict[str, str]) -> str:
@@ -30,7 +32,9 @@ def problem_line(problem: Problem, where: dict[str, str]) -> str:
     return line
 
 
-def retry_message(rendered: RenderedTranscript, plan: Checklist, problems: list[Problem]) -> str:
+def retry_message(
+    rendered: RenderedTranscript, plan: Checklist, problems: list[Problem], context: str = ""
+) -> str:
     """The same request with the problems appended.
 
     The rejected answer is deliberately not shown: measured on the embedded model, a
@@ -38,4 +42,4 @@ def retry_message(rendered: RenderedTranscript, plan: Checklist, problems: list[
     """
     where = plan.locations()
     listed = "\n".join(f"- {problem_line(p, where)}" for p in problems[:MAX_LISTED])
-    return f"{first_message(rendered, plan)}\n\n{RETRY_HEADER}\n{listed}"
+    return f"{first_message(rendered, plan, context)}\n\n{RETRY_HEADER}\n{listed}"

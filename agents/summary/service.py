@@ -95,8 +95,12 @@ class SummaryService:
         """Summarise a loaded session."""
         return await self.summarize_events(session.events, session_id=session.id)
 
-    async def summarize_events(self, events: list[Event], *, session_id: str) -> SummaryResult:
-        """Summarise `events` (ids already assigned) of session `session_id`."""
+    async def summarize_events(
+        self, events: list[Event], *, session_id: str, context: str = ""
+    ) -> SummaryResult:
+        """Summarise `events` (ids already assigned) of session `session_id`. `context`
+        is quoted text shown before the transcript (the record of the thread's earlier
+        events, for a window); the record may cite only `events`."""
         if not events:
             return await self._finish_empty(session_id, f"session {session_id} has no events")
         started = time.perf_counter()
@@ -107,7 +111,7 @@ class SummaryService:
         attempts: list[Attempt] = []
         checked: ValidationResult | None = None
         async with self.calls.session() as ask:
-            message = first_message(rendered, plan)
+            message = first_message(rendered, plan, context)
             for _ in range(MAX_ATTEMPTS):
                 checked, attempt = await self._attempt(
                     ask, message, max_tokens, events, rendered, entities
@@ -116,7 +120,7 @@ class SummaryService:
                 count_attempt(checked.problems)
                 if checked.passed:
                     break
-                message = retry_message(rendered, plan, checked.problems)
+                message = retry_message(rendered, plan, checked.problems, context)
         assert checked is not None
         metadata = {
             **rendered.metadata,

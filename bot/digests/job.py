@@ -253,6 +253,8 @@ class DigestJob:
                 cost=result.usage.cost,
                 attempts=result.attempts,
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
+                gaps=result.gaps,
+                windows=result.windows,
                 feedback=await self.db.feedback.for_session(session.id),
             )
             outcome.slack_ts = await self._post(thread, text, blocks)

@@ -23,15 +23,31 @@ async def eval_summaries(
     limit: int | None = None,
     seed_validator: bool = False,
     show_problems: bool = False,
+    mode: str = "whole",
 ) -> int:
-    """Summarise `limit` conversations (every nth) and print `EvalReport.lines()`; with
+    """Summarise `limit` conversations (every nth).
+
+    `mode="whole"` prints `EvalReport.lines()` for today's pipeline; with
     `seed_validator`, the same conversations again under the seed's validator; with
-    `show_problems`, each conversation's first-attempt problems under its line."""
+    `show_problems`, each conversation's first-attempt problems under its line.
+    `incremental` replays each conversation through the windows as live and merges
+    (`bot.evals.windows`); `both` runs the two on the same conversations and prints
+    them side by side, overall and per source."""
+    if mode != "whole":
+        return await _compare_modes(
+            settings,
+            out,
+            data=data,
+            model=model,
+            limit=limit,
+            mode=mode,
+            show_problems=show_problems,
+        )
     from agents.summary.checks.validator import Validator
     from bot.evals.dataset import load_conversations
     from bot.evals.shadow import ShadowValidator
     from bot.evals.summaries import evaluate, outcome_line, select_every_nth
-    from bot.wiring import build_summarizer, open_models
+    from bot.wiring import build_summary_service, open_models
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
@@ -45,7 +61,7 @@ async def eval_summaries(
     async with open_models(settings) as models:
         out.write(f"model: {models.label}\n")
         for label, validator in validators.items():
-            service = build_summarizer(settings, models=models, validator=validator)
+            service = build_summary_service(settings, models=models, validator=validator)
             with tqdm(desc=f"summaries ({label})", total=len(conversations), unit="conv") as bar:
                 report = await evaluate(
                     conversations,
@@ -123,4 +139,46 @@ async def eval_routing(
                 on_case=lambda case, result: _print_above(bar, case_line(case, result), out),
             )
     out.write("\n".join(report.lines()) + "\n")
+    return 0
+
+
+async def _compare_modes(
+    settings: Settings,
+    out: TextIO,
+    *,
+    data: str,
+    model: str | None,
+    limit: int | None,
+    mode: str,
+    show_problems: bool,
+) -> int:
+    from bot.evals.dataset import load_conversations
+    from bot.evals.summaries import select_every_nth
+    from bot.evals.windows import ThreadScore, by_source, compare_modes, side_by_side, thread_line
+    from bot.wiring import build_summary_service, open_models
+
+    if model:
+        settings = settings.model_copy(update={"model": model, "summary_model": model})
+    conversations = select_every_nth(list(load_conversations(data)), limit or 0)
+    modes = ("incremental", "whole") if mode == "both" else (mode,)
+    async with open_models(settings) as models:
+        out.write(f"model: {models.label}; windows of {settings.compaction_interval} invocations\n")
+        service = build_summary_service(settings, models=models)
+        total = len(conversations) * len(modes)
+        with tqdm(desc="summaries", total=total, unit="thread") as bar:
+
+            def shown(name: str, score: ThreadScore) -> None:
+                bar.update(1)
+                _print_above(bar, thread_line(name, score, problems=show_problems), out)
+
+            reports = await compare_modes(
+                conversations,
+                service,
+                interval=settings.compaction_interval,
+                modes=modes,
+                on_score=shown,
+            )
+    out.write("\n".join(side_by_side(reports)) + "\n")
+    for source, grouped in by_source(reports).items():
+        out.write("\n".join(side_by_side(grouped, group=source)) + "\n")
     return 0

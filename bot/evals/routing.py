@@ -24,6 +24,7 @@ from typing import cast
 from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.llm.decision import Decision, decides_first, observe_decisions
+from agents.llm.decision_requests import REVIEW_TITLE
 from agents.llm.pretend_actions import PretendAction, find_pretend_action
 from agents.models.base import LlmRequest, LlmResponse, Model
 from agents.runner import Runner
@@ -123,6 +124,7 @@ class CaseResult:
     pretend_caught: int = 0
     refund_promised: bool = False
     policy_consulted: bool = False
+    reply: str = ""
 
 
 @dataclass
@@ -212,11 +214,13 @@ def case_line(case: RoutingCase, result: CaseResult) -> str:
     seconds = (
         f"{result.decision_seconds:5.1f}s" if result.decision_seconds is not None else "     -"
     )
-    pretend = " PRETEND" if result.pretend_shown else ""
-    return (
-        f"{mark} {result.expected} -> {result.answered} {seconds}{pretend}  "
-        f"{case.id}: {case.message[:70]}"
+    line = (
+        f"{mark} {result.expected} -> {result.answered} {seconds}"
+        f"{' PRETEND' if result.pretend_shown else ''}  {case.id}: {case.message[:70]}"
     )
+    if result.pretend_shown:  # what reached the user, to see what the check missed
+        line += f"\n      shown: {' '.join(result.reply.split())[:200]}"
+    return line
 
 
 def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
@@ -232,7 +236,9 @@ ROUTE_ONLY_REPLY = "(route-only evaluation: the reply is not written)"
 class RouteOnlyModel:
     """`model` for a route-only evaluation: every call goes through except the root's own
     reply once it has decided to answer (a tool-less, schema-less request from the root),
-    which is a placeholder. Decisions, tool arguments and consulted agents run for real."""
+    which is a placeholder, and the second look at that placeholder (the review, see
+    `agents.llm.decision`), which sends it. Decisions, tool arguments and consulted agents
+    run for real."""
 
     def __init__(self, model: Model, root: str = "") -> None:
         self.model = model
@@ -247,6 +253,9 @@ class RouteOnlyModel:
         is_reply = not request.tools and request.response_schema is None
         if request.agent_name == self.root and is_reply:
             return LlmResponse.from_text(ROUTE_ONLY_REPLY, model=self.name)
+        schema = request.response_schema or {}
+        if request.agent_name == self.root and schema.get("title") == REVIEW_TITLE:
+            return LlmResponse.from_text(json.dumps(self.root), model=self.name)
         return await self.model.generate(request)
 
 
@@ -319,6 +328,7 @@ async def evaluate_routing(
             pretend_caught=len(caught),
             refund_promised=promises_refund(reply),
             policy_consulted=policy_tool in called,
+            reply=reply,
         )
         report.results.append(result)
         if on_case is not None:

@@ -17,6 +17,7 @@ from agents.sessions.session import Session
 from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
+from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.blocks import (
     UNAVAILABLE,
@@ -61,7 +62,9 @@ async def summarize_session(
     result = await summarizer.summarize(session)
     record = getattr(result, "record", None)
     if isinstance(record, HandoffRecord):
-        return render_record(record, session=session, links=links)
+        gaps = tuple(getattr(result, "gaps", ()))
+        windows = int(getattr(result, "windows", 0))
+        return render_record(record, session=session, links=links, gaps=gaps, windows=windows)
     problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
     return render_no_summary(public_problems(problems), links=links)
 
@@ -80,11 +83,17 @@ def public_problems(problems: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def render_record(
-    record: HandoffRecord, *, session: Session, links: ThreadLinks | None
+    record: HandoffRecord,
+    *,
+    session: Session,
+    links: ThreadLinks | None,
+    gaps: tuple[WindowGap, ...] = (),
+    windows: int = 0,
 ) -> SummaryView:
-    """Block Kit for a validated record; each citation links to the Slack message it cites."""
-    plain = to_text(record, source_session_id=session.id)
-    blocks = summary_blocks(record, events=session.events, links=links)
+    """Block Kit for a validated record; each citation links to the Slack message it cites,
+    and each of its `gaps` to the raw messages no record covers."""
+    plain = to_text(record, source_session_id=session.id, gaps=gaps, windows=windows)
+    blocks = summary_blocks(record, events=session.events, links=links, gaps=gaps, windows=windows)
     # The fallback text is the notification only; the blocks carry the whole record.
     return SummaryView(
         ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain

@@ -8,7 +8,6 @@ the embedded model's own (issue 16).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -59,11 +58,12 @@ def decision_enum(request: LlmRequest) -> list[str]:
 
 async def test_decision_request_allows_exactly_answer_the_targets_and_the_tool() -> None:
     model = ScriptedModel(
-        [choose("support_supervisor"), "Hello! How can I help?"], decide_first=True
+        [choose("support_supervisor"), "Hello! How can I help?", choose("support_supervisor")],
+        decide_first=True,
     )
     turn = await Conversation(support_tree(), model).send("hi")
     assert turn == [("support_supervisor", "Hello! How can I help?")]
-    decision, reply = model.requests
+    decision, reply, review = model.requests
     assert decision_enum(decision) == [
         "billing_agent",
         "tech_support",
@@ -76,6 +76,14 @@ async def test_decision_request_allows_exactly_answer_the_targets_and_the_tool()
     # The reply is written with no tools in sight and is told not to pretend.
     assert reply.tools == [] and reply.response_schema is None
     assert "never name internal agents" in reply.system_instruction
+    # The decision reads the conversation fenced under its question, not as chat turns.
+    assert [c.role for c in decision.contents] == ["user"]
+    assert decision.contents[0].text.startswith("The customer's latest message")
+    assert "<<<\nhi\n>>>" in decision.contents[0].text
+    # The written reply gets a second look: send it, or consult the tool not yet called.
+    assert decision_enum(review) == ["support_supervisor", "policy_checker"]
+    assert "<<<\nHello! How can I help?\n>>>" in review.contents[0].text
+    assert "Says whether a refund is allowed." in review.system_instruction
     model.assert_complete()
 
 
@@ -102,9 +110,16 @@ async def test_a_transfer_choice_is_the_ordinary_transfer_event(target: str, tex
     assert [c.text for c in model.requests[1].contents] == ["help"]
     # The resume rule: the next message goes to the target, which now decides between
     # answering and going back to its parent.
-    model.add(choose("support_supervisor"), choose("support_supervisor"), "Hello again.")
+    model.add(
+        choose("support_supervisor"),
+        choose("support_supervisor"),
+        "Hello again.",
+        choose("support_supervisor"),  # the review sends it
+    )
     turn = await conversation.send("actually, a different question")
     assert decision_enum(model.requests[2]) == ["support_supervisor", target]
+    # The decision reads the earlier turns as fenced lines, each by its author.
+    assert f"customer: help\n{target}: {text}" in model.requests[2].contents[0].text
     assert turn[0] == (target, ("call", "transfer_to_agent", {"agent_name": "support_supervisor"}))
     assert turn[-1] == ("support_supervisor", "Hello again.")
     # Back at the supervisor, the agent that just handed over is not offered again.
@@ -321,45 +336,6 @@ async def test_a_one_call_model_keeps_one_call_per_step() -> None:
     model.assert_complete()
 
 
-async def test_an_answer_cut_at_its_budget_is_counted_and_shown() -> None:
-    from agents.models.base import LlmResponse
-
-    before = REGISTRY.get("support_bot_output_cut_total", agent="support_supervisor")
-    cut = LlmResponse.from_text("Hello! Our opening hours are", finish_reason="length")
-    model = ScriptedModel([choose("support_supervisor"), cut], decide_first=True)
-    turn = await Conversation(support_tree(), model).send("hours?")
-    assert turn == [("support_supervisor", "Hello! Our opening hours are")]
-    assert REGISTRY.get("support_bot_output_cut_total", agent="support_supervisor") == before + 1
-
-
-def test_the_tree_caps_every_agent_and_tool_agents_tighter(tmp_path: Path) -> None:
-    from agents.tree import OutputBudget
-
-    root = build_support_tree()
-    caps: dict[str, Any] = {
-        a.name: a.generate_config.max_tokens for a in root.walk() if isinstance(a, LlmAgent)
-    }
-    assert caps == {
-        "support_supervisor": 400,
-        "billing_agent": 400,
-        "diagnose": 400,
-        "fix_writer": 400,
-    }
-    policy = root.tools[0].agent  # type: ignore[attr-defined]
-    assert policy.generate_config.max_tokens == 120
-    path = write_tree(tmp_path / "tree.yaml")
-    path.write_text(
-        path.read_text().replace(
-            "    instruction: Find the cause.",
-            "    instruction: Find it.\n    generate_config: {max_tokens: 50}",
-        )
-    )
-    small = build_support_tree(path=path, output_budget=OutputBudget(agent=200, tool_agent=60))
-    assert small.find_agent("triage").generate_config.max_tokens == 50  # type: ignore[union-attr]
-    assert small.generate_config.max_tokens == 200  # type: ignore[attr-defined]
-    assert small.tools[0].agent.generate_config.max_tokens == 60  # type: ignore[attr-defined]
-
-
 async def test_every_decide_first_call_goes_through_the_model_callbacks() -> None:
     from agents.callbacks import CallbackContext
     from agents.models.base import LlmResponse
@@ -379,11 +355,12 @@ async def test_every_decide_first_call_goes_through_the_model_callbacks() -> Non
     root.before_model_callback = [before]
     root.after_model_callback = [after]
     model = ScriptedModel(
-        [choose("support_supervisor"), "Hello! How can I help?"], decide_first=True
+        [choose("support_supervisor"), "Hello! How can I help?", choose("support_supervisor")],
+        decide_first=True,
     )
     turn = await Conversation(root, model).send("hi")
     assert turn == [("support_supervisor", "Hello from the callback.")]
-    # The decision and the answer: both seen by the callback, as sent to the model.
+    # The decision, the answer and its review: all seen by the callback, as sent.
     assert seen == model.requests
     assert decision_enum(seen[0])[-2:] == ["support_supervisor", "policy_checker"]
     assert seen[1].response_schema is None
@@ -405,10 +382,32 @@ async def test_a_handoff_record_reaches_a_decide_first_step_as_quoted_data_only(
     await conversation.service.append_event(session, handoff_event(note, target="billing_agent"))
 
     assert await conversation.send("any news?") == [("billing_agent", "Happy to help.")]
+    decision, reply = model.requests
+    # The decision reads the record inside its fenced conversation, as context.
+    assert "context: > " + note in decision.contents[0].text
+    assert reply.contents[0].text == HANDOFF_PREFIX + "> " + note
     for request in model.requests:
         # The record's text is the handed-over context; its transfer is bookkeeping and
         # never shown, and nothing of it is the model's own words.
-        assert request.contents[0].text == HANDOFF_PREFIX + "> " + note
         assert all("transfer_to_agent" not in c.text for c in request.contents)
         assert all(c.role != "model" for c in request.contents)
+    model.assert_complete()
+
+
+async def test_a_reply_naming_an_agent_out_of_reach_is_asked_again() -> None:
+    # billing_agent cannot go back to the supervisor that just handed over, nor reach its
+    # peer: naming either is a pretence with no action behind it.
+    model = ScriptedModel(
+        [
+            choose("billing_agent"),
+            "I have checked with support_supervisor: the invoice is fine.",
+            "Your invoice INV-7 is attached.",
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send("invoice?")
+    assert [text for _, text in turn if isinstance(text, str)] == [
+        "Your invoice INV-7 is attached."
+    ]
+    assert "cannot be sent" in model.requests[-1].contents[-1].text
     model.assert_complete()

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from agents.models.litellm_model import LiteLlmModel
 from agents.sessions.service import InMemorySessionService
+from agents.summary.windows import InMemoryWindowStore
 from bot.config import Settings
 from bot.wiring import build_runner, configured_models, model_factory
 
@@ -33,7 +34,9 @@ def test_agent_tree_file_replaces_the_default_tree(tmp_path: Path) -> None:
     tree = tmp_path / "tree.yaml"
     tree.write_text(TREE)
     config = settings(model="openai/gpt-4o-mini", agent_tree_file=tree)
-    db = SimpleNamespace(sessions=InMemorySessionService())
+    db = SimpleNamespace(
+        sessions=InMemorySessionService(), windows=InMemoryWindowStore(), summary_runs=None
+    )
     runner = build_runner(config, db, configured_models(config))
     assert runner.agent.name == "front_desk"
     assert [a.name for a in runner.agent.sub_agents] == ["refunds"]
@@ -41,7 +44,9 @@ def test_agent_tree_file_replaces_the_default_tree(tmp_path: Path) -> None:
 
 def test_default_tree_without_agent_tree_file() -> None:
     config = settings(model="openai/gpt-4o-mini")
-    db = SimpleNamespace(sessions=InMemorySessionService())
+    db = SimpleNamespace(
+        sessions=InMemorySessionService(), windows=InMemoryWindowStore(), summary_runs=None
+    )
     assert build_runner(config, db, configured_models(config)).agent.name == "support_supervisor"
 
 

@@ -13,7 +13,7 @@ from bot.slack.app import create_services
 from bot.wiring import (
     LOCAL_REPETITION_PENALTY,
     build_digest_job,
-    build_summarizer,
+    build_summary_service,
     configured_models,
     process_owner,
 )
@@ -22,7 +22,7 @@ from storage.database import Database
 
 def summarizer(**settings: object) -> SummaryService:
     config = Settings(_env_file=None, **settings)  # type: ignore[call-arg]
-    service: SummaryService = build_summarizer(config, models=configured_models(config))
+    service: SummaryService = build_summary_service(config, models=configured_models(config))
     return service
 
 
@@ -54,7 +54,7 @@ def test_hosted_model_summaries_get_neither_unless_asked() -> None:
 def test_an_evaluation_replaces_the_validator() -> None:
     config = Settings(_env_file=None)  # type: ignore[call-arg]
     seed = Validator(strict=False)
-    service = build_summarizer(config, models=configured_models(config), validator=seed)
+    service = build_summary_service(config, models=configured_models(config), validator=seed)
     assert service.validator is seed
 
 
@@ -99,3 +99,27 @@ def test_output_caps_come_from_settings() -> None:
     assert isinstance(root, LlmAgent)
     assert root.generate_config.max_tokens == 300
     assert root.tools[0].agent.generate_config.max_tokens == 80  # type: ignore[attr-defined]
+
+
+async def test_summary_mode_incremental_by_default_whole_on_request(tmp_path: Path) -> None:
+    from agents.compaction import Compactor
+    from agents.summary.incremental import IncrementalSummarizer
+    from bot.wiring import build_runner, build_summarizer
+
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    try:
+        shipped = Settings(_env_file=None, compaction_interval=4)  # type: ignore[call-arg]
+        assert shipped.summary_mode == "incremental"
+        summarizer = build_summarizer(shipped, db, configured_models(shipped))
+        assert isinstance(summarizer, IncrementalSummarizer)
+        assert (summarizer.store, summarizer.interval) == (db.windows, 4)
+        compactor, hook = build_runner(shipped, db).after_invocation
+        assert isinstance(compactor, Compactor) and isinstance(hook, IncrementalSummarizer)
+        assert hook.session_service is db.sessions
+
+        whole = Settings(_env_file=None, summary_mode="whole")  # type: ignore[call-arg]
+        assert isinstance(build_summarizer(whole, db, configured_models(whole)), SummaryService)
+        [only] = build_runner(whole, db).after_invocation
+        assert isinstance(only, Compactor)
+    finally:
+        await db.close()

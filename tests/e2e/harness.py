@@ -7,6 +7,7 @@ import hmac
 import itertools
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -64,10 +65,12 @@ class BotHarness:
         db: Any,
         summarizer: Any = None,
         compaction_model: Any = None,
+        after_invocation: Sequence[Any] = (),
         **settings: Any,
     ) -> BotHarness:
         """Start the bot; `compaction_model` compacts after each invocation as shipped
-        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`)."""
+        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`); `after_invocation` hooks run after
+        it (the window records of `SUMMARY_MODE=incremental`, say)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,
@@ -83,6 +86,7 @@ class BotHarness:
                 overlap_size=config.compaction_overlap,
             )
             hooks.append(Compactor(db.sessions, compaction))
+        hooks.extend(after_invocation)
         runner = Runner(
             agent=agent,
             app_name=config.app_name,

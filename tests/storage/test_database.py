@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from agents.events import Event, EventActions, Part
+from agents.summary.windows import StoredWindow, span_of
 from storage import Database, DatabaseUnavailableError
 from storage.delivery.inflight import InflightKey
 from storage.feedback import FeedbackClick
@@ -45,8 +46,9 @@ async def _populate(db: Database, user: str, tag: str) -> None:
     session = await db.sessions.create_session(
         app_name="app", user_id=user, session_id=f"{tag}-s1", state={"user:lang": "en"}
     )
+    stored = []
     for text in ("hello", "bye"):
-        await db.sessions.append_event(
+        event = await db.sessions.append_event(
             session,
             Event(
                 author="user",
@@ -54,6 +56,7 @@ async def _populate(db: Database, user: str, tag: str) -> None:
                 actions=EventActions(state_delta={"user:seen": True, "app:count": 1}),
             ),
         )
+        stored.append(event)
     key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=f"{tag}.1")
     await db.threads.create(key, session_id=session.id, app_name="app", user_id=user, now=1.0)
     await db.digests.add(record={"goal": f"help {user}"}, source_session_id=session.id, thread=key)
@@ -73,6 +76,9 @@ async def _populate(db: Database, user: str, tag: str) -> None:
     await db.summary_runs.add(
         Run(session_id=session.id, first_attempt_pass=True, fallback=False, attempts=1, cost=0.1)
     )
+    # A window record of the session: it quotes the user.
+    window = StoredWindow(span=span_of(stored), status="passed", record={"goal": f"help {user}"})
+    await db.windows.save(session.id, window)
     click = FeedbackClick(
         team_id="T1",
         channel_id="C1",
@@ -109,6 +115,7 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
         "events": 2,
         "summary_runs": 1,
         "digests": 2,
+        "windows": 1,
         "memory": 1,
         "threads": 1,
         "feedback": 1,

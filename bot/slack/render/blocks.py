@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents.events import Event
+from agents.events import Event, event_seq
 from agents.summary.record import HandoffRecord, Item
-from agents.summary.render import CLAIM_LABEL, ORDER
+from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text
+from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import sections
 from bot.slack.render.mrkdwn import escape
@@ -217,16 +218,43 @@ def record_blocks(
     return blocks
 
 
+def _gap_range(gap: WindowGap, events: Sequence[Event], link_for: LinkFor | None) -> str:
+    """`e12–e20`, each end linked to the first and last message of the range that has
+    one, so a reader goes straight to the raw messages no record covers."""
+    if link_for is None:
+        return gap.label()
+    start, end = event_seq(gap.start_id), event_seq(gap.end_id)
+    linked = [(e.id, url) for e in events if start <= e.seq <= end and (url := link_for(e))]
+    if not linked:
+        return gap.label()
+    first, last = linked[0], linked[-1]
+    if first == last:
+        return f"<{first[1]}|{gap.label()}>"
+    return f"<{first[1]}|{gap.start_id}>–<{last[1]}|{gap.end_id}>"
+
+
+def gaps_block(
+    gaps: Sequence[WindowGap], windows: int, *, events: Sequence[Event], link_for: LinkFor | None
+) -> Block:
+    """`2 of 9 windows unavailable: see e12–e20, e41–e47`, linking the raw messages."""
+    ranges = [_gap_range(gap, events, link_for) for gap in gaps]
+    return _section(f":warning: {gaps_text(gaps, windows, ranges)} (not summarised)")
+
+
 def summary_blocks(
-    record: HandoffRecord, *, events: Sequence[Event], links: ThreadLinks | None
+    record: HandoffRecord,
+    *,
+    events: Sequence[Event],
+    links: ThreadLinks | None,
+    gaps: Sequence[WindowGap] = (),
+    windows: int = 0,
 ) -> list[Block]:
-    """A thread summary asked for in Slack: the record, then a line linking the thread."""
-    blocks = record_blocks(
-        record,
-        events=events,
-        link_for=links.shown_link_for(events) if links is not None else None,
-        title="Thread summary",
-    )
+    """A thread summary asked for in Slack: the record, any gaps, then a line linking the
+    thread."""
+    link_for = links.shown_link_for(events) if links is not None else None
+    blocks = record_blocks(record, events=events, link_for=link_for, title="Thread summary")
+    if gaps:
+        blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
     if links is not None:
         blocks.append(_context(f"Validated summary of <{links.thread_link}|this thread>"))
     return blocks
@@ -257,10 +285,12 @@ def digest_message(
     cost: float,
     attempts: int,
     previous_link: str | None = None,
+    gaps: Sequence[WindowGap] = (),
+    windows: int = 0,
     feedback: Mapping[str, int] | None = None,
 ) -> tuple[str, list[Block]]:
-    """The digest: a header linking the thread, the record, the feedback its replies
-    got, owners and cost."""
+    """The digest: a header linking the thread, the record, any windows it lacks (linked
+    to their raw messages), the feedback its replies got, owners and cost."""
     title = "Updated handoff digest" if previous_link else "Handoff digest"
     # The channel mention stays outside the link: inside, its `>` would end the link.
     intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
@@ -269,6 +299,8 @@ def digest_message(
     blocks: list[Block] = [_section(intro)]
     link_for = links.shown_link_for(events)
     blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
+    if gaps:
+        blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
     marked = feedback_line(feedback or {})
     if marked:
         blocks.append(_context(marked))

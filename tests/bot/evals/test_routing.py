@@ -56,7 +56,11 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
     model = ScriptedModel(
         [
             classify,
-            json_text("billing_agent"),  # billing_agent answers without the policy tool
+            json_text("billing_agent"),  # billing_agent answers without the policy tool,
+            "The duplicate charge will be refunded.",
+            json_text("policy_checker"),  # but its review consults it before sending
+            json_text({"request": "Refund a duplicate charge on INV-2291?"}),
+            "ALLOWED: duplicate charges are refunded.",
             "The duplicate charge will be refunded.",
             classify,
             "A permissions problem.",  # diagnose
@@ -65,6 +69,7 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
             "I will transfer you to billing_agent.",  # pretends, becomes a transfer
             json_text("billing_agent"),
             "Billing here: what can I do?",
+            json_text("billing_agent"),  # the review sends it
         ],
         decide_first=True,
     )
@@ -83,15 +88,16 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
     assert lines[-3].endswith("(3 decisions)")
     assert lines[-2] == "pretend-action replies shown to the user: 0 (caught and replaced: 1)"
     assert lines[-1] == (
-        "replies promising a refund: 1, with the policy tool consulted first: 0 "
-        "(policy tool consulted in 0 of 3 cases)"
+        "replies promising a refund: 1, with the policy tool consulted first: 1 "
+        "(policy tool consulted in 1 of 3 cases)"
     )
 
 
 async def test_route_only_stops_at_the_supervisors_transfer(tmp_path: Path) -> None:
     cases = list(load_cases(write_dev_set(tmp_path / "dev.jsonl")))
     model = ScriptedModel(
-        [classify, classify, classify, "Hello! How can I help?"], decide_first=True
+        [classify, classify, classify, "Hello! How can I help?", json_text("support_supervisor")],
+        decide_first=True,
     )
     report = await evaluate_routing(
         cases, tree=lambda: build_support_tree(model=model), routes=RouteMap(), route_only=True
@@ -104,3 +110,21 @@ def test_refund_promises_are_told_from_refund_talk() -> None:
     assert promises_refund("You will receive a refund of 49.00 USD within 5 days.")
     assert promises_refund("The duplicate charge will be refunded.")
     assert not promises_refund("Refunds take 5 days once approved; what is the invoice number?")
+
+
+def test_a_case_line_shows_a_pretend_reply_that_reached_the_user() -> None:
+    from bot.evals.routing import CaseResult, RoutingCase, case_line
+
+    case = RoutingCase("c1", "getting money back", "billing")
+    shown = CaseResult(
+        "billing_agent",
+        "billing_agent",
+        2.0,
+        pretend_shown=True,
+        reply="Please contact\n tech support.",
+    )
+    assert case_line(case, shown).splitlines() == [
+        "ok  billing_agent -> billing_agent   2.0s PRETEND  c1: getting money back",
+        "      shown: Please contact tech support.",
+    ]
+    assert "shown:" not in case_line(case, CaseResult("billing_agent", "billing_agent", 2.0))

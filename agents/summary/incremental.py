@@ -1,0 +1,269 @@
+"""Handoff records built as the thread goes: one validated record per window, merged.
+
+`IncrementalSummarizer` has two entry points:
+
+- as an after-invocation hook (`Runner(after_invocation=[compactor, summarizer])`), it
+  summarises every window that closed with the invocation that just finished, on the
+  same cadence as compaction, off the reply path;
+- `summarize(session)` (digests, hand-offs, `/summary`) summarises only what no stored
+  window covers yet (the tail since the last window), then merges every window record
+  into one record (`agents.summary.merge`) and validates it once more over the events
+  the passing windows cover.
+
+Each window is summarised by the ordinary `SummaryService` over that window's events
+only, seeing the previous window's record as quoted context, and checked by the same
+validator against those events, with one retry. A window that still fails is stored as a
+named gap (its range and problems, never the model's text). The merged record is a
+`Summary` naming its gaps; a thread where no window passed is a `NoSummary`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agents.events import Event, Usage
+from agents.quoting import defuse_fences, quoted
+from agents.sessions.service import SessionService
+from agents.sessions.session import Session
+from agents.summary.checks.validator import ValidationResult, Validator
+from agents.summary.merge import merge_records, without_items
+from agents.summary.problems import Problem, ProblemKind
+from agents.summary.record import HandoffRecord
+from agents.summary.render import to_json
+from agents.summary.results import NoSummary, Summary, SummaryResult, WindowGap
+from agents.summary.service import SummaryService
+from agents.summary.windows import (
+    StoredWindow,
+    WindowSpan,
+    WindowStore,
+    plan_windows,
+    summarised_events,
+)
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_CHARS = 1500
+MODEL_CALL_FAILED = "model call failed"
+CONTEXT_HEADER = (
+    "The record of this thread's earlier events, for context only. It is quoted data, "
+    "not part of the transcript: do not repeat it, and cite only events of the transcript."
+)
+
+
+def context_text(record: HandoffRecord | None) -> str:
+    """The previous window's record as the next window sees it: quoted, fenced, without
+    its citations (the window may cite only its own events), at most `CONTEXT_CHARS`."""
+    if record is None:
+        return ""
+    lines = [f"Goal: {record.goal}"]
+    lines += [f"{section.replace('_', ' ')}: {item.text}" for section, _, item in record.items()]
+    body = "\n".join(lines)
+    if len(body) > CONTEXT_CHARS:
+        body = body[:CONTEXT_CHARS] + " ...[truncated]"
+    return f"{CONTEXT_HEADER}\n<<<EARLIER_RECORD\n{quoted(defuse_fences(body))}\nEARLIER_RECORD>>>"
+
+
+def window_events(events: Sequence[Event], span: WindowSpan) -> list[Event]:
+    """The events of `span`, in order."""
+    return [e for e in summarised_events(events) if span.start_seq <= e.seq <= span.end_seq]
+
+
+def gap_problem(window: StoredWindow) -> Problem:
+    """A failed window as a problem of the thread's summary."""
+    first = window.problems[0] if window.problems else "no record passed validation"
+    return Problem(
+        ProblemKind.WINDOW_GAP,
+        (window.span.start_id, window.span.end_id),
+        f"events {window.span.label()} not summarised: {first}",
+    )
+
+
+def unanswered(window: StoredWindow) -> bool:
+    """A gap only because every model call failed: no answer was ever judged."""
+    return window.record is None and all(p.startswith(MODEL_CALL_FAILED) for p in window.problems)
+
+
+class IncrementalSummarizer:
+    """Window records stored in `store`, merged on demand; see the module docstring.
+
+    `interval` is the window cadence in invocations (`COMPACTION_INTERVAL`);
+    `session_service` loads whole sessions for the hook.
+    """
+
+    def __init__(
+        self,
+        service: SummaryService,
+        store: WindowStore,
+        *,
+        interval: int,
+        session_service: SessionService | None = None,
+        validator: Validator | None = None,
+    ) -> None:
+        self.service = service
+        self.store = store
+        self.interval = interval
+        self.session_service = session_service
+        self.validator = validator or service.validator
+        # One window pass at a time per session; entries vanish with their last user.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        return lock
+
+    async def __call__(self, session: Session, invocation_id: str) -> None:
+        """The after-invocation hook: summarise the windows this invocation closed."""
+        if self.session_service is None:
+            raise RuntimeError("IncrementalSummarizer needs a session_service to run as a hook")
+        whole = await self.session_service.get_session(
+            app_name=session.app_name, user_id=session.user_id, session_id=session.id
+        )
+        if whole is None:
+            return
+        async with self._lock(session.id):
+            await self.close_windows(whole, completed_through=invocation_id)
+
+    async def close_windows(
+        self, session: Session, *, completed_through: str | None = None
+    ) -> list[StoredWindow]:
+        """Summarise and store every closed window of `session` no stored window covers."""
+        stored = await self.store.windows(session.id)
+        plan = plan_windows(
+            session.events, stored, interval=self.interval, completed_through=completed_through
+        )
+        done = list(plan.kept)
+        for span in plan.todo:
+            if span.closed:
+                done.append(await self._window(session, span, done, closed_by="compaction"))
+        return done
+
+    async def summarize(self, session: Session) -> SummaryResult:
+        """Summarise what no window covers yet, then merge every window record."""
+        started = time.perf_counter()
+        async with self._lock(session.id):
+            stored = await self.store.windows(session.id)
+            plan = plan_windows(session.events, stored, interval=self.interval)
+            # A window the model never answered (an outage, a timeout) is tried again; one
+            # whose answers failed validation stays the gap it is.
+            retried = [w.span for w in plan.kept if unanswered(w)]
+            windows = [w for w in plan.kept if not unanswered(w)]
+            for span in sorted([*retried, *plan.todo], key=lambda s: s.start_seq):
+                windows.append(await self._window(session, span, windows, closed_by="digest"))
+        windows.sort(key=lambda w: w.span.start_seq)
+        return self._merged(session, windows, time.perf_counter() - started)
+
+    async def _window(
+        self,
+        session: Session,
+        span: WindowSpan,
+        done: Sequence[StoredWindow],
+        *,
+        closed_by: str,
+    ) -> StoredWindow:
+        """Summarise one window after the latest passing window before it, and store it."""
+        before = [w for w in done if w.span.end_seq < span.start_seq and w.record is not None]
+        previous = (
+            HandoffRecord.model_validate(max(before, key=lambda w: w.span.end_seq).record)
+            if before
+            else None
+        )
+        events = window_events(session.events, span)
+        result = await self.service.summarize_events(
+            events, session_id=session.id, context=context_text(previous)
+        )
+        log = result.attempt_log
+        window = StoredWindow(
+            span=span,
+            status="passed" if isinstance(result, Summary) else "gap",
+            record=to_json(result.record) if isinstance(result, Summary) else None,
+            problems=() if isinstance(result, Summary) else tuple(str(p) for p in result.problems),
+            attempts=result.attempts,
+            first_attempt_pass=bool(log) and log[0].passed,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+            cost=result.usage.cost,
+            latency_s=result.latency_s,
+            closed_by=closed_by,
+        )
+        await self.store.save(session.id, window)
+        if window.status == "gap":
+            logger.warning("window %s of session %s is a gap", span.label(), session.id)
+        return window
+
+    def _merged(
+        self, session: Session, windows: list[StoredWindow], latency: float
+    ) -> SummaryResult:
+        usage = sum(
+            (
+                Usage(
+                    prompt_tokens=w.prompt_tokens,
+                    completion_tokens=w.completion_tokens,
+                    cost=w.cost,
+                )
+                for w in windows
+            ),
+            Usage(),
+        )
+        attempts = sum(w.attempts for w in windows)
+        gaps = [w for w in windows if w.record is None]
+        passed = [w for w in windows if w.record is not None]
+        metadata: dict[str, object] = {"windows": len(windows), "gaps": len(gaps)}
+        if not passed:
+            problems = [gap_problem(w) for w in gaps] or [
+                Problem(
+                    ProblemKind.NO_SESSION, (session.id,), f"session {session.id} has no events"
+                )
+            ]
+            return NoSummary(
+                session_id=session.id,
+                problems=problems,
+                attempts=attempts,
+                usage=usage,
+                problems_first_attempt=problems,
+                latency_s=latency,
+                reason="validation_failed" if gaps else "no_session",
+                metadata=metadata,
+            )
+        covered = [e for w in passed for e in window_events(session.events, w.span)]
+        records = [HandoffRecord.model_validate(w.record) for w in passed]
+        merged = merge_records(records, covered, extractor=self.service.extractor)
+        checked = self.validator.check(ValidationResult(record=merged), covered)
+        named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
+        if named and all(p.where and p.where[0] in named for p in checked.problems):
+            # Only items are wrong, each over the whole thread (a value one window did
+            # not know was sensitive, say): drop them, never add text, and check again.
+            merged = without_items(merged, named)
+            checked = self.validator.check(ValidationResult(record=merged), covered)
+        if not checked.passed:
+            # Deterministic code merged validated records; a failure here is a merge bug
+            # or a cross-window value, and the record is not shown unchecked.
+            logger.warning("merged record of session %s failed: %s", session.id, checked.problems)
+            problems = [replace(p, message=f"merged record: {p.message}") for p in checked.problems]
+            return NoSummary(
+                session_id=session.id,
+                problems=problems,
+                attempts=attempts,
+                usage=usage,
+                problems_first_attempt=problems,
+                latency_s=latency,
+                reason="merge_failed",
+                metadata=metadata,
+            )
+        return Summary(
+            session_id=session.id,
+            record=merged,
+            attempts=attempts,
+            usage=usage,
+            problems_first_attempt=[],
+            latency_s=latency,
+            metadata=metadata,
+            windows=len(windows),
+            gaps=tuple(WindowGap(w.span.start_id, w.span.end_id, w.problems) for w in gaps),
+        )

@@ -1,0 +1,125 @@
+"""The review of a written reply on a decide-first model: a tool whose description says
+when it applies ("before promising a refund") is consulted before such a reply is sent.
+
+Whole conversations on the default tree from `agents/support_tree.yaml`, played by a
+scripted model; the texts are the embedded model's kind of answers (issue 16).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents.metrics import REGISTRY
+from agents.models.scripted import ScriptedModel, json_text
+from agents.tree import build_support_tree
+from tests.agents.conversation import Conversation
+from tests.agents.test_decision import write_tree
+
+DUPLICATE_CHARGE = (
+    "Hi, I was charged twice for my March invoice INV-2291, 49.00 USD each time. Can I get "
+    "a refund of the duplicate?"
+)
+UNCHECKED_PROMISE = "Yes, you will get a refund of the duplicate 49.00 USD charge."
+REFUND_QUESTION = "Refund a duplicate 49.00 USD charge on INV-2291?"
+CHECKED_ANSWER = "The duplicate 49.00 USD charge on INV-2291 will be refunded in full."
+
+
+async def test_a_refund_promise_is_held_back_until_the_policy_is_consulted() -> None:
+    before = REGISTRY.get("support_bot_reviews_total", agent="billing_agent", tool="policy_checker")
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor routes
+            json_text("billing_agent"),  # billing_agent decides to answer itself
+            UNCHECKED_PROMISE,  # and promises a refund, unchecked
+            json_text("policy_checker"),  # the review: consult the policy first
+            json_text({"request": REFUND_QUESTION}),
+            "ALLOWED: duplicate charges are refunded in full.",  # policy_checker
+            CHECKED_ANSWER,  # billing_agent again, the policy's answer in view
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    assert turn == [
+        ("support_supervisor", ("call", "transfer_to_agent", {"agent_name": "billing_agent"})),
+        (
+            "support_supervisor",
+            ("response", "transfer_to_agent", {"result": "transferred to billing_agent"}),
+        ),
+        (
+            "billing_agent",
+            ("call", "policy_checker", {"request": REFUND_QUESTION}),
+        ),
+        (
+            "billing_agent",
+            (
+                "response",
+                "policy_checker",
+                {"result": "ALLOWED: duplicate charges are refunded in full."},
+            ),
+        ),
+        ("billing_agent", CHECKED_ANSWER),
+    ]
+    review = model.requests[3]
+    assert review.response_schema is not None
+    assert review.response_schema["enum"] == ["billing_agent", "policy_checker"]
+    assert f"<<<\n{UNCHECKED_PROMISE}\n>>>" in review.contents[0].text
+    assert "before promising a refund" in review.system_instruction
+    # The second answer sees the policy's answer; with the tool called, no second review.
+    assert "ALLOWED: duplicate charges are refunded in full." in str(model.requests[-1].contents)
+    after = REGISTRY.get("support_bot_reviews_total", agent="billing_agent", tool="policy_checker")
+    assert after == before + 1
+    model.assert_complete()
+
+
+async def test_a_reply_that_needs_no_tool_is_sent_after_one_look() -> None:
+    model = ScriptedModel(
+        [
+            json_text("support_supervisor"),
+            "Hello! How can I help you today?",
+            json_text("support_supervisor"),  # the review sends it
+        ],
+        decide_first=True,
+    )
+    conversation = Conversation(build_support_tree(model=model), model)
+    assert await conversation.send("hi there") == [
+        ("support_supervisor", "Hello! How can I help you today?")
+    ]
+    # A review whose answer is no option at all also sends the reply: never a lost answer.
+    model.add(json_text("support_supervisor"), "Goodbye!", "not an option")
+    assert await conversation.send("bye") == [("support_supervisor", "Goodbye!")]
+    model.assert_complete()
+
+
+async def test_a_one_call_model_gets_no_review() -> None:
+    model = ScriptedModel([UNCHECKED_PROMISE])
+    root = build_support_tree(model=model)
+    assert await Conversation(root, model).send("refund?") == [
+        ("support_supervisor", UNCHECKED_PROMISE)
+    ]
+    model.assert_complete()
+
+
+async def test_a_tree_from_yaml_with_other_names_reviews_the_same_way(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            json_text("front_desk"),  # answers itself
+            UNCHECKED_PROMISE,
+            json_text("rules_checker"),  # the review consults its own policy tool
+            json_text({"request": REFUND_QUESTION}),
+            "DENIED: refunds need the invoice number.",  # rules_checker
+            json_text("front_desk"),  # decides again, the tool's answer in view
+            "Which invoice was charged twice?",
+        ],
+        decide_first=True,
+    )
+    root = build_support_tree(path=write_tree(tmp_path / "tree.yaml"), model=model)
+    turn = await Conversation(root, model).send("I was charged twice, refund please")
+    assert turn[0] == ("front_desk", ("call", "rules_checker", {"request": REFUND_QUESTION}))
+    assert turn[-1] == ("front_desk", "Which invoice was charged twice?")
+    review = model.requests[2]
+    assert review.response_schema is not None
+    assert review.response_schema["enum"] == ["front_desk", "rules_checker"]
+    assert "Says whether a refund is allowed." in review.system_instruction
+    # With its one tool called, the front desk's second reply is sent without a review.
+    assert model.requests[-1].response_schema is None
+    model.assert_complete()

@@ -1,0 +1,238 @@
+"""Handoff records built as the thread goes (`SUMMARY_MODE=incremental`, the default), end
+to end over real HTTP with signed Slack requests, on the shipped assembly
+(`bot.wiring.build_summarizer` and `window_hooks`, compaction on).
+
+A 40-event thread (20 turns, windows of 5 invocations) is summarised window by window
+as it goes; the digest at idle summarises nothing new and posts one merged record. A
+window that fails twice is a named gap linked to its raw messages. `forget --user`
+removes the windows holding the user's events and the next digest rebuilds them.
+`SUMMARY_MODE=whole` summarises the whole thread once, at idle, as before.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from agents.events import Event
+from agents.summary.record import HandoffRecord
+from bot.config import Settings
+from bot.digests.job import DigestJob
+from bot.ops.commands import forget
+from bot.slack.permalinks import ThreadLinks
+from bot.wiring import Models, build_summarizer, window_hooks
+from storage.threads import ThreadKey
+from tests.e2e.agent_model import AgentModel
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import TEAM, BotHarness, channel_message
+from tests.e2e.trees import support_tree
+from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.transcript_summarizer import TranscriptSummarizer
+
+ROOT = "1700002000.000100"
+TURNS = 20
+INTERVAL = 5
+
+
+def _settings(tmp_path: Path, slack: FakeSlackApi, **values: Any) -> Settings:
+    return Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
+        slack_bot_token="xoxb-test",
+        slack_api_url=slack.url,
+        support_lead_channel="CLEAD",
+        compaction_interval=INTERVAL,
+        # A hosted summary model: no completion pass, so the scripted model answers alone.
+        model="openai/scripted",
+        _env_file=None,
+        **values,
+    )
+
+
+def _ts(turn: int) -> str:
+    return ROOT if turn == 0 else f"1700002000.{turn + 100:06d}"
+
+
+def _message(turn: int) -> str:
+    return f"Question {turn} about order A-{1000 + turn}"
+
+
+async def _bot(
+    slack: FakeSlackApi,
+    start_bot: StartBot,
+    settings: Settings,
+    summaries: TranscriptSummarizer,
+    database: Any,
+) -> BotHarness:
+    model = AgentModel({"support_supervisor": [f"Answer {t}." for t in range(TURNS)]})
+    models = Models(
+        main=model, summary=summaries, compaction=model, factory=lambda _: model, label="test"
+    )
+    return await start_bot(
+        support_tree(model),  # type: ignore[arg-type]
+        summarizer=build_summarizer(settings, database, models),
+        compaction_model=model,
+        after_invocation=window_hooks(settings, database, models),
+        compaction_interval=INTERVAL,
+        summary_mode=settings.summary_mode,
+        support_lead_channel="CLEAD",
+    )
+
+
+async def _converse(
+    bot: BotHarness, slack: FakeSlackApi, *, speakers: dict[int, str] | None = None
+) -> Any:
+    """Twenty turns in one thread; returns the thread's session."""
+    for turn in range(TURNS):
+        user = (speakers or {}).get(turn, "U1")
+        text, ts = _message(turn), _ts(turn)
+        slack.add_message("C1", ts=ts, text=text, user=user, thread_ts=None if turn == 0 else ROOT)
+        await bot.send_event(
+            channel_message(
+                text, ts=ts, user=user, thread_ts=None if turn == 0 else ROOT, mention=turn == 0
+            )
+        )
+        await slack.wait_for("chat.update", count=turn + 1)
+        await bot.idle()
+        await bot.services.runner.drain()
+    return await _session(bot)
+
+
+async def _session(bot: BotHarness) -> Any:
+    db = bot.services.db
+    thread = await db.threads.get(ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=ROOT))
+    return await db.sessions.get_session(
+        app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+    )
+
+
+async def _digest(bot: BotHarness) -> Any:
+    job = DigestJob(
+        db=bot.services.db, summarizer=bot.services.summarizer, client=bot.services.client,
+        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
+    )  # fmt: skip
+    [outcome] = await job.run_once()
+    return outcome
+
+
+def _conversation(session: Any) -> list[Event]:
+    return [e for e in session.events if not e.is_compaction]
+
+
+async def test_a_40_event_thread_gives_4_window_records_and_one_merged_record(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    summaries = TranscriptSummarizer()
+    bot = await _bot(slack, start_bot, _settings(tmp_path, slack), summaries, database)
+    session = await _converse(bot, slack)
+    events = _conversation(session)
+    assert len(events) == 40
+    assert any(e.is_compaction for e in session.events)
+
+    # Written as the thread went, each right after the invocation that closed it.
+    windows = await database.windows.windows(session.id)
+    assert len(windows) == 4
+    assert [w.closed_by for w in windows] == ["compaction"] * 4
+    assert len(summaries.transcripts) == 4
+    by_seq = {e.seq: e for e in events}
+    for window in windows:
+        inside = {
+            e.id for s, e in by_seq.items() if window.span.start_seq <= s <= window.span.end_seq
+        }
+        assert sum(1 for e in by_seq.values() if e.id in inside and e.author == "user") == 5
+        record = HandoffRecord.model_validate(window.record)
+        assert set(record.cited_ids()) <= inside  # every citation inside its window
+        # The model saw this window's events only.
+        transcript = summaries.transcripts[windows.index(window)]
+        assert {line.split("]")[0][1:] for line in transcript.strip().splitlines()} == inside
+
+    # The digest at idle summarises nothing new: one merged record of the whole thread.
+    digest = await _digest(bot)
+    assert digest.outcome == "posted", digest.problems
+    assert len(summaries.transcripts) == 4
+    [stored] = await database.digests.list_recent()
+    merged = HandoffRecord.model_validate(stored.record)
+    text = merged.all_text()
+    assert all(f"A-{1000 + turn}" in text for turn in range(TURNS))
+    assert set(stored.cited_event_ids) == {e.id for e in events}
+    [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
+    assert "windows unavailable" not in json.dumps(post["blocks"])
+    # The later windows saw the earlier record as quoted context, never as transcript.
+    assert "<<<EARLIER_RECORD\n> Goal:" in summaries.requests[-1].contents[-1].text
+
+
+async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    summaries = TranscriptSummarizer(fail=("A-1012",))  # turn 12: the third window
+    bot = await _bot(slack, start_bot, _settings(tmp_path, slack), summaries, database)
+    session = await _converse(bot, slack)
+    windows = await database.windows.windows(session.id)
+    assert [w.status for w in windows] == ["passed", "passed", "gap", "passed"]
+    gap = windows[2]
+    assert gap.record is None and gap.attempts == 2
+    assert any("A-1012" in p for p in gap.problems)
+
+    digest = await _digest(bot)
+    assert digest.outcome == "posted", digest.problems
+    [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
+    blocks = json.dumps(post["blocks"], ensure_ascii=False)
+    links = ThreadLinks("C1", ROOT, f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}")
+    by_id = {e.id: e for e in session.events}
+    # The gap's first message (turn 10's question) and last (the answer to turn 14).
+    first, last = by_id[gap.span.start_id], by_id[gap.span.end_id]
+    assert first.text == _message(10) and last.text == "Answer 14."
+    expected = (
+        f"1 of 4 windows unavailable: see <{links.link_for(first)}|{gap.span.start_id}>"
+        f"–<{links.link_for(last)}|{gap.span.end_id}>"
+    )
+    assert expected in blocks
+    # What the gap held is not in the record; the rest is.
+    merged = HandoffRecord.model_validate((await database.digests.list_recent())[0].record)
+    assert "A-1012" not in merged.all_text() and "A-1019" in merged.all_text()
+
+
+async def test_forget_removes_the_windows_holding_a_users_events_and_the_digest_rebuilds(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    settings = _settings(tmp_path, slack)
+    summaries = TranscriptSummarizer()
+    bot = await _bot(slack, start_bot, settings, summaries, database)
+    session = await _converse(bot, slack, speakers={7: "U2"})  # in the second window
+    before = await database.windows.windows(session.id)
+    assert len(before) == 4 and "A-1007" in json.dumps(before[1].record)
+
+    out = io.StringIO()
+    assert await forget(settings, out, "U2") == 0
+    after = await database.windows.windows(session.id)
+    assert [w.span for w in after] == [before[0].span, before[2].span, before[3].span]
+    assert re.search(r"windows +1\n", out.getvalue())
+
+    digest = await _digest(bot)
+    assert digest.outcome == "posted", digest.problems
+    rebuilt = await database.windows.windows(session.id)
+    assert len(rebuilt) == 4 and len(summaries.transcripts) == 5
+    assert rebuilt[1].span.start_seq == before[1].span.start_seq
+    assert rebuilt[1].closed_by == "digest" and "A-1007" not in json.dumps(rebuilt[1].record)
+    merged = (await database.digests.list_recent())[0].record
+    assert "A-1007" not in json.dumps(merged) and "A-1008" in json.dumps(merged)
+
+
+async def test_summary_mode_whole_summarises_the_whole_thread_once_at_idle(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    summaries = TranscriptSummarizer()
+    settings = _settings(tmp_path, slack, summary_mode="whole")
+    bot = await _bot(slack, start_bot, settings, summaries, database)
+    session = await _converse(bot, slack)
+    assert await database.windows.windows(session.id) == []
+    assert summaries.transcripts == []
+
+    digest = await _digest(bot)
+    assert digest.outcome == "posted", digest.problems
+    [transcript] = summaries.transcripts
+    assert "EARLIER_RECORD" not in summaries.requests[0].contents[-1].text
+    ids = {e.id for e in session.events}
+    assert {line.split("]")[0][1:] for line in transcript.strip().splitlines()} == ids
