@@ -116,10 +116,27 @@ class Settings(BaseSettings):
         gt=0,
         description="Messages waiting in one thread; beyond it the user is told the bot is busy.",
     )
+    dm_conversation_idle_minutes: float = Field(
+        default=30,
+        gt=0,
+        description="A top-level DM message continues the DM's current conversation (one "
+        "thread, one session, one digest) unless it has had no message for this long; "
+        "`/new` ends it sooner.",
+    )
     shutdown_timeout_seconds: float = 20.0
     chat_write_customize: bool = Field(
         default=False,
         description="The app has chat:write.customize: post replies under the agent's name.",
+    )
+    streaming: Literal["auto", "off"] = Field(
+        default="auto",
+        description="auto: stream replies with chat.startStream where Slack allows it, "
+        "falling back to a placeholder and chat.update; off: always the placeholder.",
+    )
+    stream_append_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="Reply text is appended to a stream at most this often (Tier 4 limits).",
     )
     slack_retry_count: int = Field(
         default=8,

@@ -4,6 +4,7 @@ and one shared slot count for replies, commands and digests, replies first."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -38,7 +39,9 @@ async def test_limits_user_over_rate_is_told_busy_and_model_not_called(
         await bot.send_event(dm(f"question {n}", ts=f"1700000100.00010{n}"))
     await bot.idle()
     [notice] = _busy_notices(slack)
-    assert notice["thread_ts"] == "1700000100.000102"
+    # The three DMs are one conversation: the notice is in its thread, shown in the DM too.
+    assert notice["thread_ts"] == "1700000100.000100"
+    assert notice["reply_broadcast"] is True
     assert len(model.requests) == 2
     # Another user is not held back by the first one's rate.
     model.add("three")
@@ -63,7 +66,15 @@ async def test_limits_thread_queue_cap_answers_busy_beyond_it(
         await gate.wait()
         return await original(request)
 
+    original_stream = model.generate_stream
+
+    async def gated_stream(request: LlmRequest) -> AsyncIterator[Any]:
+        await gate.wait()
+        async for response in original_stream(request):
+            yield response
+
     model.generate = gated  # type: ignore[method-assign]
+    model.generate_stream = gated_stream  # type: ignore[method-assign]  # replies stream
     model.add("a", "b")
     for n in range(4):
         await bot.send_event(dm(f"more {n}", ts=f"1700000300.00020{n}", thread_ts=root))

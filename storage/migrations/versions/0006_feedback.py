@@ -2,7 +2,7 @@
 clicked last, with the agent that wrote the reply.
 
 Revision ID: 0006_feedback
-Revises: 0006_windows
+Revises: 0008_limits
 Create Date: 2026-12-01
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_feedback"
-down_revision = "0006_windows"
+down_revision = "0008_limits"
 branch_labels = None
 depends_on = None
 
