@@ -24,6 +24,8 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
+from bot.slack.assistant.panel import Panel
+from bot.slack.assistant.status import TurnStatus
 from bot.slack.message_ts import turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import (
@@ -32,6 +34,7 @@ from bot.slack.render.blocks import (
     INTERRUPTED_TEXT,
     THINKING_TEXT,
     continuation_blocks,
+    feedback_block,
     notice_blocks,
     reply_blocks,
     thinking_blocks,
@@ -82,6 +85,7 @@ class SlackReplier:
 
     def __init__(self, services: BotServices) -> None:
         self.s = services
+        self.panel = Panel(services)
 
     async def accept(self, msg: IncomingMessage) -> bool:
         """Durably take the message on (before the ack): False for a duplicate delivery."""
@@ -149,7 +153,11 @@ class SlackReplier:
             app_name=self.s.settings.app_name,
             user_id=msg.user,
         )
-        await self._answer(key, msg, record)
+        status = self.panel.status_for(msg, record)
+        try:
+            await self._answer(key, msg, record, status)
+        finally:
+            await status.close()
 
     async def refuse_busy(self, msg: IncomingMessage) -> None:
         """Say "busy, try again shortly" in the message's thread and let it go (over the
@@ -177,7 +185,9 @@ class SlackReplier:
             return True
         return record is not None and record.status == "active"
 
-    async def _answer(self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord) -> None:
+    async def _answer(
+        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord, status: TurnStatus
+    ) -> None:
         placeholder_ts: str | None = None
         stream: SlackStream | None = None
         tracked = inflight_key(msg)
@@ -200,6 +210,7 @@ class SlackReplier:
                 placeholder_ts = await self._post_placeholder(key, record, broadcast)
                 if placeholder_ts is not None:
                     await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
+            status.start()
             outcome = await run_turn(
                 self.s.runner,
                 user_id=record.user_id,
@@ -209,6 +220,7 @@ class SlackReplier:
                 metadata=turn_metadata(msg.ts, placeholder_ts, outside_thread=msg.outside_thread),
                 speaker=msg.user,
                 listener=stream.observe if stream is not None else None,
+                on_event=status.observe,
             )
         except asyncio.CancelledError:
             interrupted = self._interrupted(key, tracked, placeholder_ts, record, stream, broadcast)
@@ -388,7 +400,10 @@ class SlackReplier:
         fallback = f"{agent}: {chunks[0]}"
         if transfers:
             fallback += f" ({transfer_line(transfers)})"
+        # The feedback buttons close the reply: under its last message.
+        feedback = [feedback_block(outcome.reply.id)]
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
+        first += feedback if len(chunks) == 1 else []
         identity = self._identity(agent)
         await self._replace_or_post(
             key,
@@ -399,12 +414,12 @@ class SlackReplier:
             blocks=first,
             metadata=reply_metadata(agent),
         )
-        for chunk in chunks[1:]:
+        for n, chunk in enumerate(chunks[1:], start=2):
             await self.s.client.chat_postMessage(
                 channel=key.channel_id,
                 thread_ts=key.thread_ts,
                 text=chunk,
-                blocks=continuation_blocks(chunk),
+                blocks=continuation_blocks(chunk) + (feedback if n == len(chunks) else []),
                 **identity,
                 **shown_in_dm(broadcast),
                 **NO_UNFURL,

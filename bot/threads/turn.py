@@ -123,6 +123,7 @@ async def run_turn(
     invocation_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     speaker: str | None = None,
+    on_event: Callable[[Event], None] | None = None,
     listener: Callable[[Event], Awaitable[None]] | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
@@ -132,7 +133,9 @@ async def run_turn(
     events for citations; the terminal passes nothing. `speaker` is the id of the person
     who sent `text` (which may not be the session's `user_id`), recorded on the user
     event by `SpeakerPlugin`. A `listener` sees every event as it comes, the partial
-    ones of the streamed reply text too (`Runner.run_async(streaming=True)`).
+    ones of the streamed reply text too (`Runner.run_async(streaming=True)`);
+    `on_event` sees each whole event as the runner yields it (Slack's panel shows the
+    working agent from them).
     """
     custom = dict(metadata or {})
     if speaker:
@@ -149,4 +152,6 @@ async def run_turn(
         if listener is not None:
             await listener(event)
         outcome.observe(event)
+        if on_event is not None:
+            on_event(event)
     return outcome
