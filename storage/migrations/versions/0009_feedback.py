@@ -1,7 +1,7 @@
 """Feedback on AI replies (`feedback`): one row per reply and person, the button they
 clicked last, with the agent that wrote the reply.
 
-Revision ID: 0006_feedback
+Revision ID: 0009_feedback
 Revises: 0008_limits
 Create Date: 2026-12-01
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006_feedback"
+revision = "0009_feedback"
 down_revision = "0008_limits"
 branch_labels = None
 depends_on = None
