@@ -31,7 +31,7 @@ from slack_sdk.errors import SlackApiError
 from agents.events import Event
 from agents.metrics import REGISTRY
 from bot.slack.messages import IncomingMessage
-from bot.slack.render.blocks import reply_context
+from bot.slack.render.blocks import feedback_block, reply_context
 from bot.slack.render.markdown import MarkdownGate, safe_markdown
 from bot.slack.timeline import Chunk, Timeline
 from storage.threads import ThreadKey
@@ -164,7 +164,8 @@ class SlackStream:
                     channel=self.channel,
                     ts=self.ts,
                     chunks=chunks or None,
-                    blocks=[reply_context(reply.author, transfers)],
+                    # The feedback buttons close the reply, as in the placeholder flow.
+                    blocks=[reply_context(reply.author, transfers), feedback_block(reply.id)],
                     metadata=reply_metadata(reply.author),
                 )
             except _SLACK_FAILURES as exc:

@@ -86,9 +86,9 @@ async def test_feedback_click_is_stored_and_counted_once_even_when_delivered_twi
     bot = await start_bot(support_tree(model), summarizer=summarizer)
     root = "1700001000.000100"
     await bot.send_event(dm("I was charged twice", ts=root))
-    await slack.wait_for("chat.update")
+    await slack.wait_for("chat.stopStream")
     await bot.idle()
-    [update] = slack.calls_to("chat.update")
+    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
     block = feedback_block(update)
     [element] = block["elements"]
     assert element["type"] == "feedback_buttons" and element["action_id"] == FEEDBACK_ACTION
@@ -132,9 +132,9 @@ async def test_feedback_changed_mind_and_other_people_count_separately(
     bot = await start_bot(support_tree(ScriptedModel(["Hello!"])))
     root = "1700001100.000100"
     await bot.send_event(dm("hi", ts=root))
-    await slack.wait_for("chat.update")
+    await slack.wait_for("chat.stopStream")
     await bot.idle()
-    [update] = slack.calls_to("chat.update")
+    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
     block = feedback_block(update)
     where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
     for value, user in (("negative", "U1"), ("positive", "U1"), ("positive", "U2")):
@@ -158,9 +158,9 @@ async def test_feedback_on_an_unknown_reply_is_ignored(
     bot = await start_bot(support_tree(ScriptedModel(["Hello!"])))
     root = "1700001200.000100"
     await bot.send_event(dm("hi", ts=root))
-    await slack.wait_for("chat.update")
+    await slack.wait_for("chat.stopStream")
     await bot.idle()
-    [update] = slack.calls_to("chat.update")
+    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
     block = feedback_block(update)
     where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
     # The user's own message is not a reply; a forged event id is no reply at all.

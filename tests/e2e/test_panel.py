@@ -12,6 +12,7 @@ from bot.digests.job import DigestJob
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, dm
+from tests.e2e.replies import wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -147,7 +148,7 @@ async def test_messages_outside_the_panel_get_no_status(
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["Hi in a DM."])))
     await bot.send_event(dm("hi", ts="1700000901.000100"))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     assert slack.calls_to("assistant.threads.setStatus") == []
 
