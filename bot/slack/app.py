@@ -20,9 +20,10 @@ from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
 from bot.slack.services import BotServices
+from bot.threads.admission import PriorityLimit
 from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
-from bot.wiring import build_runner, build_summarizer, process_owner
+from bot.wiring import build_runner, build_summarizer, process_owner, work_limit
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -66,19 +67,23 @@ async def create_services(
     runner: Runner | None = None,
     summarizer: Summarizer | None = None,
     retry_backoff: float = 0.5,
+    limit: PriorityLimit | None = None,
 ) -> tuple[BotServices, SlackClient]:
-    """Open storage and build the runner and summariser from settings, unless given."""
+    """Open storage and build the runner and summariser from settings, unless given.
+    `limit` is the shared slot count a given runner's window hooks were built under."""
     slack = SlackClient(settings, retry_backoff=retry_backoff)
     if db is None:
         db = await Database.open(settings.database_url)
+    limit = work_limit(settings) if limit is None else limit
     services = BotServices(
         settings=settings,
         client=slack.web,
         db=db,
-        runner=build_runner(settings, db) if runner is None else runner,
+        runner=build_runner(settings, db, limit=limit) if runner is None else runner,
         worker=ThreadWorker(
             max_concurrent=settings.max_concurrent_invocations,
             max_queue=settings.max_thread_queue,
+            limit=limit,
         ),
         summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
         owner=process_owner(),

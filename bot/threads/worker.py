@@ -25,13 +25,20 @@ class ThreadWorker:
     Jobs with the same key (a Slack thread) run one at a time in submission order, at
     most `max_queue` of them waiting or running per key; different keys run
     concurrently. Thread jobs and `run` work (commands, shortcuts, digests) share one
-    `PriorityLimit` of `max_concurrent` slots, thread replies first.
+    `PriorityLimit` of `max_concurrent` slots (or `limit`, shared with other background
+    work such as window summaries), thread replies first.
     `drain()` stops intake, lets in-flight work finish within a timeout, then cancels
     what is left (each job handles its own cancellation, e.g. by telling the user).
     """
 
-    def __init__(self, *, max_concurrent: int, max_queue: int | None = None) -> None:
-        self.limit = PriorityLimit(max_concurrent)
+    def __init__(
+        self,
+        *,
+        max_concurrent: int,
+        max_queue: int | None = None,
+        limit: PriorityLimit | None = None,
+    ) -> None:
+        self.limit = PriorityLimit(max_concurrent) if limit is None else limit
         self._max_queue = max_queue
         self._queues: dict[Hashable, deque[Job]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
