@@ -25,6 +25,7 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
+from agents.summary.results import WindowGap
 from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
 from bot.slack.render.blocks import Block, digest_message, unavailable_message
 from bot.slack.render.limits import post_paged
@@ -281,6 +282,7 @@ class DigestJob:
             session = await self.db.sessions.of_thread(thread)
             record = HandoffRecord.model_validate(stored.record)
             events = session.events if session else []
+            gaps, windows = await self._stored_gaps(stored.source_session_id, last_seq)
             text, blocks = digest_message(
                 record,
                 events=events,
@@ -288,6 +290,8 @@ class DigestJob:
                 owners=owning_agents(events),
                 cost=stored.cost,
                 attempts=stored.attempts,
+                gaps=gaps,
+                windows=windows,
             )
             posted = await self._post(thread, text, blocks)
             await self.db.digests.set_posted(stored.id, posted)
@@ -297,6 +301,20 @@ class DigestJob:
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
         )
         return outcome
+
+    async def _stored_gaps(self, session_id: str, last_seq: int) -> tuple[list[WindowGap], int]:
+        """The gaps and window count of the stored windows (`SUMMARY_MODE=incremental`) a
+        digest through `last_seq` merged, so its re-post names them as the first post
+        would have; none in `whole` mode, which stores no windows."""
+        windows = [
+            w for w in await self.db.windows.windows(session_id) if w.span.end_seq <= last_seq
+        ]
+        gaps = [
+            WindowGap(w.span.start_id, w.span.end_id, w.problems)
+            for w in windows
+            if w.record is None
+        ]
+        return gaps, len(windows)
 
     async def _unavailable(
         self, thread: ThreadRecord, problems: list[str], last_seq: int

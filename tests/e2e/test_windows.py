@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.events import Event
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.record import HandoffRecord
@@ -123,12 +125,15 @@ async def _session(bot: BotHarness) -> Any:
     )
 
 
-async def _digest(bot: BotHarness) -> Any:
-    job = DigestJob(
+def _job(bot: BotHarness) -> DigestJob:
+    return DigestJob(
         db=bot.services.db, summarizer=bot.services.summarizer, client=bot.services.client,
         lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
     )  # fmt: skip
-    [outcome] = await job.run_once()
+
+
+async def _digest(bot: BotHarness) -> Any:
+    [outcome] = await _job(bot).run_once()
     return outcome
 
 
@@ -179,8 +184,13 @@ async def test_a_40_event_thread_gives_4_window_records_and_one_merged_record(
     assert "<<<EARLIER_RECORD\n> Goal:" in summaries.requests[-1].contents[-1].text
 
 
+@pytest.mark.parametrize("first_post_fails", [False, True], ids=["posted", "reposted"])
 async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
-    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+    slack: FakeSlackApi,
+    start_bot: StartBot,
+    database: Any,
+    tmp_path: Path,
+    first_post_fails: bool,
 ) -> None:
     summaries = TranscriptSummarizer(fail=("A-1012",))  # turn 12: the third window
     settings = _settings(tmp_path, slack, summary_mode="incremental")
@@ -192,8 +202,16 @@ async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
     assert gap.record is None and gap.attempts == 2
     assert any("A-1012" in p for p in gap.problems)
 
+    summarised = len(summaries.transcripts)
+    if first_post_fails:
+        # Stored, then the post failed: the next pass re-posts the stored digest, gaps
+        # named as the first post would have.
+        slack.fail("chat.postMessage", times=10)
+        assert await _job(bot).run_once() == []
+        assert len(await database.digests.list_recent()) == 1
     digest = await _digest(bot)
     assert digest.outcome == "posted", digest.problems
+    assert len(summaries.transcripts) == summarised  # the windows, each summarised once
     [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
     blocks = json.dumps(post["blocks"], ensure_ascii=False)
     links = ThreadLinks("C1", ROOT, f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}")
