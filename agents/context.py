@@ -55,6 +55,8 @@ class InvocationContext:
     custom_metadata: dict[str, Any] = field(default_factory=dict)
     # A single message longer than this is clipped in model requests (`agents.history`).
     max_message_chars: int | None = None
+    # Reply text streams as partial events (`agents.llm.streaming`).
+    streaming: bool = False
 
     @property
     def app_name(self) -> str:

@@ -98,6 +98,9 @@ class Event(_Frozen):
     cite it; the session service assigns it on append. `author` is `user` or an agent
     name. `custom_metadata` is where whoever drives the runtime keeps its own data about
     the event (a transport's message id, say): the runtime stores it and never reads it.
+    A `partial` event is a streamed text delta of the answer being written (ADK's
+    `partial=True`): yielded to the caller as it arrives, never stored; the complete
+    answer follows as an ordinary event.
     """
 
     id: str = ""
@@ -113,6 +116,7 @@ class Event(_Frozen):
     finish_reason: str | None = None
     error_code: str | None = None
     error_message: str | None = None
+    partial: bool = False
 
     @property
     def text(self) -> str:
@@ -142,6 +146,8 @@ class Event(_Frozen):
 
     def is_final_response(self) -> bool:
         """True when this event ends its agent's turn: text with no pending tool work."""
+        if self.partial:
+            return False
         if self.actions.skip_summarization:
             return True
         return not self.function_calls and not self.function_responses and not self.is_compaction

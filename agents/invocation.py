@@ -20,9 +20,13 @@ async def run_and_persist(agent: BaseAgent, ctx: InvocationContext) -> AsyncIter
 
     `temp:` writes are kept on the invocation context (the session service never stores
     them), so later steps of the same invocation still read them. Plugins see (and may
-    replace) each event before it is stored.
+    replace) each event before it is stored. A partial event (a streamed text delta) is
+    passed on as it is, neither stored nor shown to the plugins.
     """
     async for event in agent.run_async(ctx):
+        if event.partial:
+            yield event
+            continue
         for key, value in event.actions.state_delta.items():
             if key.startswith(TEMP_PREFIX):
                 ctx.temp_state[key] = value

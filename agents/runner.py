@@ -88,11 +88,15 @@ class Runner:
         message: str,
         custom_metadata: Mapping[str, Any] | None = None,
         invocation_id: str | None = None,
+        streaming: bool = False,
     ) -> AsyncIterator[Event]:
         """Append the user's message, then run the chosen agent, yielding its events.
 
         `custom_metadata` belongs to the caller (a transport's message ids, say): the
         plugins read it from the invocation context and stamp what they need on events.
+        With `streaming`, reply text also comes as partial events while it is written
+        (`agents.llm.streaming`); they are never stored, and every event a run without
+        streaming yields is yielded, and stored, the same.
         """
         session = await self.session_service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id, since_compaction=True
@@ -114,6 +118,7 @@ class Runner:
             plugins=self.plugins,
             custom_metadata=dict(custom_metadata or {}),
             max_message_chars=self.max_message_chars,
+            streaming=streaming,
         )
         user_event = Event(author="user", invocation_id=invocation_id, parts=(Part(text=message),))
         if self.plugins:

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,11 @@ from storage.database import Database
 
 
 class SleepyModel:
-    """Answers after `delay` seconds, echoing the user's message id."""
+    """Answers after `delay` seconds, echoing the user's message id; streamed, the answer
+    comes as `DELTAS` pieces spread over the delay, as a model writes tokens."""
 
     name = "sleepy"
+    DELTAS = 8
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
@@ -55,6 +58,14 @@ class SleepyModel:
     async def generate(self, request: LlmRequest) -> LlmResponse:
         await asyncio.sleep(self.delay)
         return LlmResponse.from_text(f"reply to {request.contents[-1].text}")
+
+    async def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]:
+        text = f"reply to {request.contents[-1].text}"
+        size = -(-len(text) // self.DELTAS)
+        for i in range(0, len(text), size):
+            await asyncio.sleep(self.delay / self.DELTAS)
+            yield LlmResponse.from_text(text[i : i + size], partial=True)
+        yield LlmResponse.from_text(text)
 
 
 async def bot(settings: Settings) -> None:

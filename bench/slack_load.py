@@ -14,6 +14,10 @@ not as a fault of the bot.
     python bench/slack_load.py [--seconds 30] [--rate 200] [--threads 500]
     python bench/slack_load.py --find-capacity --seconds 60 [--rate 100]
 
+`--compare-streaming` runs the bot with `STREAMING=off` (placeholder, then chat.update)
+and then as shipped (streamed replies), and prints the extra CPU per message (target at
+most +25 %).
+
 `--find-capacity` searches the highest rate one bot process sustains for SECONDS: every
 reply within model time + 250 ms at p99, none lost or duplicated. `--database-url` runs
 the bot on another database (PostgreSQL) instead of a fresh SQLite file.
@@ -170,11 +174,19 @@ class Trial:
         print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
 
 
-def reply_of(call: Call) -> tuple[str, str]:
-    """("bot" or "bare", the message id) when `call` posts a reply, else ("", "")."""
+def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
+    """("bot" or "bare", the message id) when `call` posts a reply, else ("", "").
+
+    The bot's reply is the `chat.update` of its placeholder, or the `chat.stopStream`
+    that finishes its streamed message."""
     text = call.args.get("text", "")
     if call.method == "chat.update" and text.startswith("support"):
         return "bot", text.rsplit(" ", 1)[-1]
+    if call.method == "chat.stopStream":
+        message = slack.messages.get(call.args.get("channel", ""), {}).get(call.args.get("ts"))
+        streamed = str((message or {}).get("text", ""))
+        if streamed.startswith("reply to "):
+            return "bot", streamed.rsplit(" ", 1)[-1]
     if call.method == "chat.postMessage" and text.startswith("echo "):
         return "bare", text.rsplit(" ", 1)[-1]
     return "", ""
@@ -189,6 +201,7 @@ async def run_trial(
     database_url: str,
     *,
     postgres_admin: str = "",
+    streaming: str = "auto",
 ) -> Trial:
     """Start both apps, send `rate` events a second for `seconds` to each, wait for the
     replies, and measure; each trial starts from fresh processes and an empty database."""
@@ -204,6 +217,7 @@ async def run_trial(
             "MAX_CONCURRENT_INVOCATIONS": str(concurrency),
             "MODEL_DELAY": str(delay),
             "LOG_LEVEL": "WARNING",
+            "STREAMING": streaming,
         }
         bot_process, bot_url = await start_app("bot", env)
         bare_process, bare_url = await start_app("bare", env)
@@ -264,7 +278,7 @@ async def run_trial(
         deadline = time.monotonic() + 120
         cpu_end: dict[str, float] = {}
         while time.monotonic() < deadline and len(cpu_end) < 2:
-            counts = Counter(reply_of(call)[0] for call in slack.calls)
+            counts = Counter(reply_of(call, slack)[0] for call in slack.calls)
             for which, process in (("bot", bot_process), ("bare", bare_process)):
                 if which not in cpu_end and counts[which] >= total:
                     cpu_end[which] = cpu_seconds(process.pid)
@@ -282,7 +296,7 @@ async def run_trial(
         replies: dict[str, Counter[str]] = {"bot": Counter(), "bare": Counter()}
         reply_ms: dict[str, list[float]] = {"bot": [], "bare": []}
         for call in slack.calls:
-            which, msg_id = reply_of(call)
+            which, msg_id = reply_of(call, slack)
             if which:
                 replies[which][msg_id] += 1
                 reply_ms[which].append((call.at - sent_at[msg_id]) * 1000)
@@ -374,16 +388,28 @@ async def run(args: argparse.Namespace) -> None:
     if args.find_capacity:
         await find_capacity(args)
         return
-    result = await run_trial(
-        args.seconds,
-        args.rate,
-        args.threads,
-        args.model_delay,
-        args.concurrency,
-        args.database_url,
-        postgres_admin=args.postgres_admin,
-    )
-    result.report()
+    ways = ("off", "auto") if args.compare_streaming else (args.streaming,)
+    cpu: dict[str, float] = {}
+    for way in ways:
+        result = await run_trial(
+            args.seconds,
+            args.rate,
+            args.threads,
+            args.model_delay,
+            args.concurrency,
+            args.database_url,
+            postgres_admin=args.postgres_admin,
+            streaming=way,
+        )
+        print(f"== STREAMING={way}")
+        result.report()
+        cpu[way] = result.cpu_ms["bot"]
+    if len(cpu) == 2:
+        extra = cpu["auto"] / cpu["off"] - 1
+        print(
+            f"bot CPU ms per message: streamed {cpu['auto']:.2f}  placeholder+update "
+            f"{cpu['off']:.2f}  extra {extra:+.0%} (target <= +25%)"
+        )
 
 
 if __name__ == "__main__":
@@ -407,5 +433,11 @@ if __name__ == "__main__":
         help="search the highest rate the bot sustains for --seconds (use --seconds 60)",
     )
     parser.add_argument("--reply-margin-ms", type=float, default=250.0)
+    parser.add_argument("--streaming", choices=("auto", "off"), default="auto")
+    parser.add_argument(
+        "--compare-streaming",
+        action="store_true",
+        help="run STREAMING=off, then auto, and compare the bot's CPU per message",
+    )
     parser.add_argument("--resolution", type=int, default=10, help="msg/s, with --find-capacity")
     asyncio.run(main(parser.parse_args()))

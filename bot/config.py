@@ -122,6 +122,16 @@ class Settings(BaseSettings):
         default=False,
         description="The app has chat:write.customize: post replies under the agent's name.",
     )
+    streaming: Literal["auto", "off"] = Field(
+        default="auto",
+        description="auto: stream replies with chat.startStream where Slack allows it, "
+        "falling back to a placeholder and chat.update; off: always the placeholder.",
+    )
+    stream_append_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="Reply text is appended to a stream at most this often (Tier 4 limits).",
+    )
     slack_retry_count: int = Field(
         default=8,
         description="Web API retries per call (429, 5xx, connection errors): ~90 s of patience.",

@@ -130,6 +130,8 @@ inflight = sa.Table(
     sa.Column("stage", sa.String(16), nullable=False, server_default="accepted"),
     sa.Column("invocation_id", sa.String(64), nullable=True),
     sa.Column("placeholder_ts", sa.String(32), nullable=True),
+    # The reply streamed into Slack (chat.startStream), when it streams (migration 0006).
+    sa.Column("stream_ts", sa.String(32), nullable=True),
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("accepted_at", sa.Float, nullable=False),
     sa.Column("started_at", sa.Float, nullable=True),

@@ -27,6 +27,7 @@ from agents.events import Event, EventActions, FunctionCall, FunctionResponse, P
 from agents.history import build_contents, current_turn_contents
 from agents.llm.decision import respond, step_options
 from agents.llm.instructions import inject_state
+from agents.llm.streaming import TextSink, call_streaming, streams, with_partials
 from agents.llm.transfer import (
     TRANSFER_TOOL,
     transfer_declaration,
@@ -181,12 +182,28 @@ class LlmAgent(BaseAgent):
         # Decide-first models and the pretend-action check: see agents.llm.decision. Each of
         # the step's model calls goes through `_call_model` (budget, model callbacks).
         options = step_options(self, ctx, await self._instruction(ctx))
-        response = await respond(
-            model,
-            request,
-            options,
-            generate=lambda step_request: self._call_model(ctx, model, step_request),
-        )
+        if streams(ctx, model):
+            response: LlmResponse | None = None
+
+            def work(on_text: TextSink) -> Awaitable[LlmResponse]:
+                def generate(step_request: LlmRequest) -> Awaitable[LlmResponse]:
+                    return self._call_model(ctx, model, step_request, on_text)
+
+                return respond(model, request, options, generate=generate)
+
+            async for item in with_partials(ctx, self.name, work):
+                if isinstance(item, LlmResponse):
+                    response = item
+                else:
+                    yield item
+            assert response is not None
+        else:
+            response = await respond(
+                model,
+                request,
+                options,
+                generate=lambda step_request: self._call_model(ctx, model, step_request),
+            )
         parts = response.parts or (Part(text=""),)
         event = Event(
             invocation_id=ctx.invocation_id,
@@ -216,9 +233,14 @@ class LlmAgent(BaseAgent):
             )
 
     async def _call_model(
-        self, ctx: InvocationContext, model: Model, request: LlmRequest
+        self,
+        ctx: InvocationContext,
+        model: Model,
+        request: LlmRequest,
+        on_text: TextSink | None = None,
     ) -> LlmResponse:
-        """One model call between the model callbacks; a blocked call spends no budget."""
+        """One model call between the model callbacks; a blocked call spends no budget.
+        With `on_text`, the call streams its text deltas there (`agents.llm.streaming`)."""
         hooked = ctx.plugins or self.before_model_callback or self.after_model_callback
         if hooked:
             callback_context = CallbackContext(ctx)
@@ -231,7 +253,10 @@ class LlmAgent(BaseAgent):
             if blocked is not None:
                 return blocked  # type: ignore[no-any-return]
         ctx.budget.spend(self.name)
-        response = await model.generate(request)
+        if on_text is None:
+            response = await model.generate(request)
+        else:
+            response = await call_streaming(model, request, on_text)
         if hooked:
             replaced = await first_result(
                 [p.after_model for p in ctx.plugins],

@@ -7,6 +7,7 @@ from agents.models.base import (
     LlmResponse,
     Model,
     ModelError,
+    StreamingModel,
     ToolDeclaration,
 )
 from agents.models.scripted import ScriptedModel, UnexpectedModelCall
@@ -19,6 +20,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ScriptedModel",
+    "StreamingModel",
     "ToolDeclaration",
     "UnexpectedModelCall",
 ]

@@ -1,7 +1,9 @@
-"""The model contract: one request in, one response out."""
+"""The model contract: one request in, one response out (or, streamed, text deltas
+and then that one response)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,11 +71,16 @@ class LlmRequest(BaseModel):
 
 
 class LlmResponse(BaseModel):
-    """One model answer: text and/or function calls, with usage and cost."""
+    """One model answer: text and/or function calls, with usage and cost.
+
+    `partial` marks a streamed text delta (see `StreamingModel`): a piece of the answer
+    to show as it arrives, never the answer itself.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     parts: tuple[Part, ...] = ()
+    partial: bool = False
     usage: Usage | None = None
     model: str | None = None
     finish_reason: str | None = None
@@ -104,6 +111,16 @@ class Model(Protocol):
     name: str
 
     async def generate(self, request: LlmRequest) -> LlmResponse: ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A `Model` that can also stream: `generate_stream` yields partial responses (text
+    deltas, `partial=True`) as the model writes, then exactly one complete response,
+    the same `generate` would have returned. A request it cannot stream (prompted tools,
+    a response schema) yields only the complete response."""
+
+    def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]: ...
 
 
 class ModelError(Exception):

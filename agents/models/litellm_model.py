@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from agents.events import Usage
 from agents.metrics import REGISTRY
 from agents.models.base import LlmRequest, LlmResponse, ModelError
+from agents.models.litellm_stream import stream_completion
 from agents.models.openai_format import (
     MalformedToolCall,
     as_dict,
@@ -128,12 +130,26 @@ class LiteLlmModel:
         prompted = bool(request.tools) and self._prompted_tools(litellm)
         wire = prompted_request(request) if prompted else request
         try:
-            return await self._call(litellm, self._params(wire), prompted, agent)
+            return await self._call(litellm, self.request_params(wire), prompted, agent)
         except ModelError as exc:
             # Calls, tokens and cost are counted by the runner from the response event;
             # what it cannot see is counted here.
             REGISTRY.inc("support_bot_model_errors_total", agent=agent, code=exc.code)
             raise
+
+    async def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]:
+        """`generate`, streamed: text deltas, then the complete response
+        (`agents.models.litellm_stream`). Requests whose answer is JSON (prompted tools,
+        a response schema) come whole."""
+        if _litellm is None:
+            await preload_litellm()
+        litellm = load_litellm()
+        prompted = bool(request.tools) and self._prompted_tools(litellm)
+        if prompted or request.response_schema is not None:
+            yield await self.generate(request)
+            return
+        async for response in stream_completion(self, litellm, request):
+            yield response
 
     @property
     def decide_first(self) -> bool:
@@ -156,7 +172,8 @@ class LiteLlmModel:
                 self._native_tools = False
         return not self._native_tools
 
-    def _params(self, request: LlmRequest) -> dict[str, Any]:
+    def request_params(self, request: LlmRequest) -> dict[str, Any]:
+        """`acompletion`'s keyword arguments for `request`."""
         params = to_openai_params(request)
         if not self._response_format_ok and "response_format" in params:
             params = _schema_in_prompt(params)
@@ -192,13 +209,13 @@ class LiteLlmModel:
                     or retry >= policy.max_retries
                     or not policy.worth_waiting(failure.retry_after)
                 ):
-                    raise ModelError(self._describe(failure, retry), code=failure.code) from exc
+                    raise ModelError(self.describe(failure, retry), code=failure.code) from exc
                 delay = policy.delay(retry, failure.retry_after)
-                self._log_retry(agent, failure.code, failure.message, retry, delay)
+                self.log_retry(agent, failure.code, failure.message, retry, delay)
                 retry += 1
                 await asyncio.sleep(delay)
                 continue
-            usage = usage + self._usage(litellm, raw)
+            usage = usage + self.usage_of(litellm, raw)
             try:
                 response = from_openai_response(raw)
                 if prompted:
@@ -207,7 +224,7 @@ class LiteLlmModel:
                 if retry >= self.retry_policy.max_retries:
                     message = f"{self.name}: malformed tool call after {retry + 1} attempts: {exc}"
                     raise ModelError(self._redact(message), code="malformed_tool_call") from exc
-                self._log_retry(agent, "malformed_tool_call", str(exc), retry, 0.0)
+                self.log_retry(agent, "malformed_tool_call", str(exc), retry, 0.0)
                 retry += 1
                 if prompted:
                     params = _with_correction(params, _answer_text(raw), str(exc))
@@ -227,7 +244,8 @@ class LiteLlmModel:
         self._response_format_ok = False
         return True
 
-    def _usage(self, litellm: Any, raw: Any) -> Usage:
+    def usage_of(self, litellm: Any, raw: Any) -> Usage:
+        """Tokens and cost of one answered call."""
         tokens = usage_from_openai(as_dict(raw)) or Usage()
         try:
             cost = float(litellm.completion_cost(completion_response=raw) or 0.0)
@@ -239,13 +257,15 @@ class LiteLlmModel:
             cost=cost,
         )
 
-    def _describe(self, failure: Failure, retry: int) -> str:
+    def describe(self, failure: Failure, retry: int) -> str:
+        """A failed call's message (the API key redacted)."""
         status = f" (HTTP {failure.status})" if failure.status else ""
         return self._redact(
             f"{self.name}: {failure.code}{status} after {retry + 1} attempts: {failure.message}"
         )
 
-    def _log_retry(self, agent: str, code: str, message: str, retry: int, delay: float) -> None:
+    def log_retry(self, agent: str, code: str, message: str, retry: int, delay: float) -> None:
+        """Count and log one retry."""
         REGISTRY.inc("support_bot_model_retries_total", agent=agent, reason=code)
         logger.warning(
             "model call failed, retrying: model=%s agent=%s code=%s retry=%d/%d delay=%.2fs %s",

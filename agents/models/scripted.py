@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from agents.events import FunctionCall, Part, Usage
 from agents.models.base import LlmRequest, LlmResponse
 
-Step = str | LlmResponse | BaseException | Callable[[LlmRequest], "LlmResponse | str"]
+
+class Deltas(tuple[str, ...]):
+    """A text answer scripted as the exact deltas a streaming model sends (see `deltas`)."""
+
+
+Step = str | Deltas | LlmResponse | BaseException | Callable[[LlmRequest], "LlmResponse | str"]
 
 
 class UnexpectedModelCall(AssertionError):
@@ -24,13 +30,25 @@ class ScriptedModel:
     that receives the request and returns either. A call with no step left raises
     `UnexpectedModelCall`; `assert_complete()` fails if steps are left over.
     `decide_first` plays a model without native tool calling (see `agents.llm.decision`).
+
+    Streamed (`generate_stream`), a text answer arrives as deltas of `chunk_chars`
+    characters `chunk_delay` seconds apart, or as the exact pieces of a `Deltas` step;
+    any other answer arrives whole.
     """
 
     def __init__(
-        self, steps: Iterable[Step] = (), *, name: str = "scripted", decide_first: bool = False
+        self,
+        steps: Iterable[Step] = (),
+        *,
+        name: str = "scripted",
+        decide_first: bool = False,
+        chunk_chars: int = 8,
+        chunk_delay: float = 0.0,
     ) -> None:
         self.name = name
         self.decide_first = decide_first
+        self.chunk_chars = chunk_chars
+        self.chunk_delay = chunk_delay
         self._steps: deque[Step] = deque(steps)
         self.requests: list[LlmRequest] = []
 
@@ -43,6 +61,26 @@ class ScriptedModel:
         return len(self._steps)
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
+        step = self._next(request)
+        if isinstance(step, Deltas):
+            step = "".join(step)
+        return self._response(request, step)
+
+    async def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]:
+        """The next step as a stream: text in deltas, then the whole response."""
+        step = self._next(request)
+        if isinstance(step, str):
+            size = max(1, self.chunk_chars)
+            step = Deltas(step[i : i + size] for i in range(0, len(step), size))
+        if isinstance(step, Deltas):
+            for piece in step:
+                if self.chunk_delay:
+                    await asyncio.sleep(self.chunk_delay)
+                yield LlmResponse.from_text(piece, model=self.name, partial=True)
+            step = "".join(step)
+        yield self._response(request, step)
+
+    def _next(self, request: LlmRequest) -> Step:
         self.requests.append(request)
         if not self._steps:
             raise UnexpectedModelCall(
@@ -52,6 +90,9 @@ class ScriptedModel:
         step = self._steps.popleft()
         if callable(step) and not isinstance(step, (LlmResponse, BaseException)):
             step = step(request)
+        return step
+
+    def _response(self, request: LlmRequest, step: Step) -> LlmResponse:
         if isinstance(step, BaseException):
             raise step
         if isinstance(step, str):
@@ -73,6 +114,11 @@ def _usage(request: LlmRequest, text: str) -> Usage:
 def call(name: str, /, **args: Any) -> LlmResponse:
     """A scripted response that calls one function."""
     return LlmResponse(parts=(Part(function_call=FunctionCall(name=name, args=args)),))
+
+
+def deltas(*pieces: str) -> Deltas:
+    """A scripted text answer that a streaming caller receives as exactly `pieces`."""
+    return Deltas(pieces)
 
 
 def transfer(agent_name: str) -> LlmResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 from agents.base_agent import BaseAgent
@@ -27,9 +28,9 @@ class ParallelAgent(BaseAgent):
 
         async def run_child(child: BaseAgent) -> None:
             try:
-                async for event in child.run_async(
-                    ctx.for_agent(child, branch=f"{base}.{child.name}")
-                ):
+                # Concurrent branches do not stream: their deltas would interleave.
+                branch = ctx.for_agent(child, branch=f"{base}.{child.name}")
+                async for event in child.run_async(dataclasses.replace(branch, streaming=False)):
                     resumed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                     await queue.put((event, resumed))
                     await resumed

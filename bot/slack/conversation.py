@@ -40,6 +40,8 @@ from bot.slack.render.blocks import (
 from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
 from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
+from bot.slack.streaming import SlackStream, open_stream, reply_metadata
+from bot.slack.timeline import workflow_steps
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
 from storage.delivery.inflight import InflightKey
 from storage.threads import ThreadKey, ThreadRecord
@@ -161,6 +163,7 @@ class SlackReplier:
 
     async def _answer(self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord) -> None:
         placeholder_ts: str | None = None
+        stream: SlackStream | None = None
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
         owner = self.s.owner
@@ -172,9 +175,14 @@ class SlackReplier:
             log.warning("message taken over by a peer", extra=_thread(key))
             return
         try:
-            placeholder_ts = await self._post_placeholder(key, record)
-            if placeholder_ts is not None:
-                await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
+            stream = await self._open_stream(key, msg, record)
+            if stream is not None:
+                placeholder_ts = stream.ts
+                await self.s.db.inflight.set_stream(tracked, stream.ts, owner=owner)
+            else:
+                placeholder_ts = await self._post_placeholder(key, record)
+                if placeholder_ts is not None:
+                    await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
             outcome = await run_turn(
                 self.s.runner,
                 user_id=record.user_id,
@@ -183,15 +191,34 @@ class SlackReplier:
                 invocation_id=invocation_id,
                 metadata=turn_metadata(msg.ts, placeholder_ts),
                 speaker=msg.user,
+                listener=stream.observe if stream is not None else None,
             )
         except asyncio.CancelledError:
-            await asyncio.shield(self._interrupted(key, tracked, placeholder_ts, record))
+            await asyncio.shield(self._interrupted(key, tracked, placeholder_ts, record, stream))
             raise
         except Exception:
             log.exception("invocation failed", extra={"slack_thread": key.thread_ts})
-            await self.fail(key, tracked, placeholder_ts, "bot_error", FAILURE_TEXT)
+            await self.fail(key, tracked, placeholder_ts, "bot_error", FAILURE_TEXT, stream=stream)
             return
-        await self.conclude(key, tracked, placeholder_ts, outcome)
+        await self.conclude(key, tracked, placeholder_ts, outcome, stream=stream)
+
+    async def _open_stream(
+        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord
+    ) -> SlackStream | None:
+        """The reply's stream (`bot.slack.streaming`), unless `STREAMING=off` or Slack
+        will not stream here: then None, and a placeholder is posted instead."""
+        settings = self.s.settings
+        if settings.streaming == "off":
+            return None
+        return await open_stream(
+            self.s.client,
+            key,
+            msg,
+            identity=await self._expected_identity(record),
+            limit=min(settings.max_message_chars, SECTION_TEXT),
+            interval=settings.stream_append_seconds,
+            steps=workflow_steps(self.s.runner.agent),
+        )
 
     async def _interrupted(
         self,
@@ -199,23 +226,36 @@ class SlackReplier:
         tracked: InflightKey,
         placeholder_ts: str | None,
         record: ThreadRecord,
+        stream: SlackStream | None,
     ) -> None:
         """A cancelled turn (shutdown): answer its open tool calls, then tell the thread."""
         try:
             await close_interrupted_calls(self.s.db, record)
         except Exception:
             log.exception("could not close interrupted calls", extra=_thread(key))
-        await self.fail(key, tracked, placeholder_ts, "interrupted", INTERRUPTED_TEXT)
+        await self.fail(
+            key, tracked, placeholder_ts, "interrupted", INTERRUPTED_TEXT, stream=stream
+        )
 
     async def conclude(
-        self, key: ThreadKey, tracked: InflightKey, placeholder_ts: str | None, outcome: TurnOutcome
+        self,
+        key: ThreadKey,
+        tracked: InflightKey,
+        placeholder_ts: str | None,
+        outcome: TurnOutcome,
+        *,
+        stream: SlackStream | None = None,
     ) -> None:
-        """Post what the invocation produced (its reply, or a failure notice)."""
+        """Post what the invocation produced (its reply, or a failure notice); with a
+        `stream`, `placeholder_ts` is its message, finished or rewritten in place."""
         if outcome.reply is None or not outcome.answered:
-            await self.fail(key, tracked, placeholder_ts, outcome.failure, FAILURE_TEXT)
+            await self.fail(
+                key, tracked, placeholder_ts, outcome.failure, FAILURE_TEXT, stream=stream
+            )
             return
         try:
-            await self._post_reply(key, placeholder_ts, outcome)
+            if stream is None or not await stream.finish(outcome.reply, outcome.transfers):
+                await self._post_reply(key, placeholder_ts, outcome)
         except Exception:
             # The reply is stored but Slack would not take it: tell the thread if we can.
             log.exception("could not post reply", extra={"slack_thread": key.thread_ts})
@@ -298,7 +338,14 @@ class SlackReplier:
             fallback += f" ({transfer_line(transfers)})"
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
         identity = self._identity(agent)
-        await self._replace_or_post(key, placeholder_ts, identity, text=fallback, blocks=first)
+        await self._replace_or_post(
+            key,
+            placeholder_ts,
+            identity,
+            text=fallback,
+            blocks=first,
+            metadata=reply_metadata(agent),
+        )
         for chunk in chunks[1:]:
             await self.s.client.chat_postMessage(
                 channel=key.channel_id,
@@ -316,13 +363,17 @@ class SlackReplier:
         placeholder_ts: str | None,
         reason: str,
         text: str,
+        *,
+        stream: SlackStream | None = None,
     ) -> None:
         """Tell the thread a person will follow up, and flag it; never raises.
 
-        The message stays in flight when the notice could not be posted, so the next
-        start-up tries again.
+        A `stream` is stopped first and its message becomes the notice. The message stays
+        in flight when the notice could not be posted, so the next start-up tries again.
         """
         REGISTRY.inc("support_bot_invocation_failures_total", reason=reason)
+        if stream is not None:
+            await stream.stop(failed=True)
         try:
             await self.s.db.threads.flag(key, reason)
         except Exception:

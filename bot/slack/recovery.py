@@ -11,6 +11,9 @@ the rows of owners that stopped beating (`storage.delivery.owners`). For each:
   only the posting was lost, otherwise "I was restarted before I could answer ... a
   person will follow up", and the thread is flagged. A placeholder that no longer says
   "thinking" means the answer landed before the crash, and nothing more is posted.
+  A streamed reply (`bot.slack.streaming`) is finished in its own message: marked
+  complete, it landed; otherwise its stream is stopped and the message rewritten with
+  the reply or the notice, so the thread never gets a second one.
 
 A live owner's rows are never taken, however old: the takeover is one UPDATE guarded
 by the owner's heartbeat. On SQLite the database has one owning process, so at start-up
@@ -34,6 +37,7 @@ from bot.slack.message_ts import SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
+from bot.slack.streaming import is_complete_reply, stop_abandoned
 from bot.threads.speaker import SPEAKER_ID
 from bot.threads.turn import TurnOutcome, close_interrupted_calls
 from storage.delivery.inflight import InflightRecord
@@ -105,15 +109,11 @@ class Resumer:
     async def resume(self, row: InflightRecord) -> None:
         key = ThreadKey(team_id=row.team_id, channel_id=row.channel_id, thread_ts=row.thread_ts)
         events = await self._events_with_user_message(key, row)
-        placeholder = row.placeholder_ts or await self._untracked_placeholder(key, row)
-        if placeholder is not None:
-            state = await self._message_text(key, placeholder)
-            if state is not None and state != THINKING_TEXT:
-                # The answer (or a notice) replaced the placeholder before the crash.
-                await self.s.db.inflight.finish(row.key, owner=self.s.owner)
-                return
-            if state is None:
-                placeholder = None
+        landed, placeholder = await self._reply_message(key, row)
+        if landed:
+            # The answer (or a notice) was in its message before the crash.
+            await self.s.db.inflight.finish(row.key, owner=self.s.owner)
+            return
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
         if outcome.answered:
             await self.replier.conclude(key, row.key, placeholder, outcome)
@@ -153,18 +153,42 @@ class Resumer:
                 oldest=around,
                 inclusive=True,
                 limit=_THREAD_PAGE,
+                include_all_metadata=True,
             )
         except SlackApiError as exc:
             log.info("thread not readable: %s", exc.response.get("error"))
             return []
         return list(resp.get("messages") or [])
 
-    async def _message_text(self, key: ThreadKey, ts: str) -> str | None:
-        """The current text of our message `ts`, or None when it is gone."""
+    async def _message(self, key: ThreadKey, ts: str) -> dict[str, Any] | None:
+        """Our message `ts` as it is now (with its metadata), or None when it is gone."""
         for message in await self._thread_messages(key, ts):
             if message.get("ts") == ts:
-                return str(message.get("text") or "")
+                return message
         return None
+
+    async def _reply_message(self, key: ThreadKey, row: InflightRecord) -> tuple[bool, str | None]:
+        """(whether the answer already landed, the message to finish it in, if any).
+
+        A placeholder that no longer says "thinking" holds the answer; a streamed reply
+        holds it when it is marked complete, and an abandoned stream is stopped so that
+        its message can be rewritten.
+        """
+        if row.stream_ts is not None:
+            message = await self._message(key, row.stream_ts)
+            if message is None:
+                return False, None
+            if is_complete_reply(message):
+                return True, row.stream_ts
+            await stop_abandoned(self.s.client, key.channel_id, row.stream_ts)
+            return False, row.stream_ts
+        placeholder = row.placeholder_ts or await self._untracked_placeholder(key, row)
+        if placeholder is None:
+            return False, None
+        message = await self._message(key, placeholder)
+        if message is None:
+            return False, None
+        return str(message.get("text") or "") != THINKING_TEXT, placeholder
 
     async def _untracked_placeholder(self, key: ThreadKey, row: InflightRecord) -> str | None:
         """A "thinking" message posted after the user's but killed before its ts was

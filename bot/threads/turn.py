@@ -9,7 +9,7 @@ terminal chat (`bot.terminal.chat`) all answer a message this way; each then sho
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,9 @@ class TurnOutcome:
     path: list[str] = field(default_factory=list)
 
     def observe(self, event: Event) -> None:
-        """Take one event of the invocation into account."""
+        """Take one event of the invocation into account (a partial one is only shown)."""
+        if event.partial:
+            return
         if event.author != "user" and not self.path:
             self.path.append(event.author)
         target = event.actions.transfer_to_agent
@@ -113,6 +115,7 @@ async def run_turn(
     invocation_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     speaker: str | None = None,
+    listener: Callable[[Event], Awaitable[None]] | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
 
@@ -120,7 +123,8 @@ async def run_turn(
     read by its plugins): Slack passes its message ids, which `SlackTsPlugin` records on the
     events for citations; the terminal passes nothing. `speaker` is the id of the person
     who sent `text` (which may not be the session's `user_id`), recorded on the user
-    event by `SpeakerPlugin`.
+    event by `SpeakerPlugin`. A `listener` sees every event as it comes, the partial
+    ones of the streamed reply text too (`Runner.run_async(streaming=True)`).
     """
     custom = dict(metadata or {})
     if speaker:
@@ -132,6 +136,9 @@ async def run_turn(
         message=text,
         custom_metadata=custom,
         invocation_id=invocation_id,
+        streaming=listener is not None,
     ):
+        if listener is not None:
+            await listener(event)
         outcome.observe(event)
     return outcome

@@ -2,7 +2,8 @@
 
 A message is `accept`ed (together with its delivery key, in one transaction) before the
 HTTP ack, marked `start`ed with its invocation id before the user's event is appended,
-given its placeholder's Slack ts once that is posted, and `finish`ed (deleted) once the
+given its placeholder's Slack ts once that is posted (or its streamed reply's, once
+that stream starts), and `finish`ed (deleted) once the
 reply or a failure notice is in the thread. Rows carry the owning process, and every
 update is guarded by it: a process whose row was taken over changes nothing. A live
 process `take_over`s the rows of an owner that stopped beating (`storage.delivery.owners`) and
@@ -49,6 +50,7 @@ class InflightRecord(BaseModel):
     stage: Stage
     invocation_id: str | None = None
     placeholder_ts: str | None = None
+    stream_ts: str | None = None
     owner: str
     accepted_at: float
     started_at: float | None = None
@@ -215,6 +217,10 @@ class InflightStore:
     async def set_placeholder(self, key: InflightKey, placeholder_ts: str, *, owner: str) -> bool:
         """The "thinking" message the reply will replace."""
         return await self._update_owned(key, owner, {"placeholder_ts": placeholder_ts})
+
+    async def set_stream(self, key: InflightKey, stream_ts: str, *, owner: str) -> bool:
+        """The streamed message the reply is being written into."""
+        return await self._update_owned(key, owner, {"stream_ts": stream_ts})
 
     async def finish(self, key: InflightKey, *, owner: str) -> bool:
         """The thread has its answer (or the message needs none): forget the message,

@@ -14,7 +14,15 @@ from tests.e2e.harness import BotHarness, open_database
 from tests.fakes.slack_api import FakeSlackApi
 
 StartBot = Callable[..., Awaitable[BotHarness]]
-POSTING = {"chat.postMessage", "chat.update", "chat.postEphemeral", "response_url"}
+POSTING = {
+    "chat.postMessage",
+    "chat.update",
+    "chat.postEphemeral",
+    "response_url",
+    "chat.startStream",
+    "chat.appendStream",
+    "chat.stopStream",
+}
 BROADCAST = re.compile(r"<!(channel|here|everyone)(\|[^>]*)?>|<!subteam\^")
 
 
@@ -26,7 +34,9 @@ async def slack() -> AsyncIterator[FakeSlackApi]:
     assert [why for _, why in api.refused] == []
     posted = [c.args for c in api.calls if c.method in POSTING]
     assert [
-        a for a in posted if BROADCAST.search(json.dumps([a.get("text"), a.get("blocks")]))
+        a
+        for a in posted
+        if BROADCAST.search(json.dumps([a.get(k) for k in ("text", "blocks", "chunks")]))
     ] == []
 
 

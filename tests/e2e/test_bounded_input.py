@@ -11,6 +11,7 @@ from agents.models.scripted import ScriptedModel
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, dm
+from tests.e2e.replies import answers, shown
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -40,7 +41,7 @@ async def test_bounded_input_long_messages_are_clipped_for_the_model_not_in_stor
     await bot.send_event(dm("thanks", ts="1700000500.000300", thread_ts=root))
     await bot.idle()
     # Every reply was posted: no turn failed on the size of the history.
-    assert [c["text"] for c in slack.calls_to("chat.update")][-1].endswith("Glad to help.")
+    assert shown(answers(slack)[-1]).endswith("Glad to help.")
     last = model.requests[-1]
     assert _longest_user_text(last) < 4_200
     assert "message clipped for the model" in last.contents[0].text

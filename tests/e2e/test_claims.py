@@ -32,6 +32,7 @@ from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, channel_message
+from tests.e2e.replies import wait_answers
 from tests.fakes.slack_api import FakeSlackApi
 
 ROOT = "1700000900.000100"
@@ -97,7 +98,7 @@ async def test_users_claim_is_labelled_on_every_surface_and_stored_as_a_claim(
         ts = f"1700000900.00010{turn}"
         slack.add_message("C1", ts=ts, text=f"any news ({turn})?", user="U1", thread_ts=ROOT)
         await bot.send_event(channel_message(f"any news ({turn})?", ts=ts, thread_ts=ROOT))
-        await slack.wait_for("chat.update", count=turn + 1)
+        await wait_answers(slack, turn + 1)
         await bot.idle()
         await bot.services.runner.drain()
     key = ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=ROOT)
@@ -174,7 +175,7 @@ async def test_goal_with_a_link_and_an_unsupported_amount_is_never_posted(
     )
     slack.add_message("C1", ts=ROOT, text=question, user="U1")
     await bot.send_event(channel_message(question, ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     job = DigestJob(
         db=bot.services.db, summarizer=bot.services.summarizer, client=bot.services.client,

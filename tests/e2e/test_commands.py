@@ -9,6 +9,7 @@ from agents.summary.service import SummaryService
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import BotHarness, channel_message
+from tests.e2e.replies import answers, context_text, wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -35,7 +36,7 @@ async def _thread_with_history(
     )
     slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
     await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     return bot
 
@@ -128,14 +129,14 @@ async def test_commands_handoff_to_person_posts_record_and_stops_replies(
     key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)
     assert (await database.threads.get(key)).status == "handed_off"
 
-    before = len(slack.calls_to("chat.update"))
+    before = len(answers(slack))
     await bot.send_event(channel_message("hello?", ts="1700000401.000100", thread_ts=ROOT))
     await bot.idle()
-    assert len(slack.calls_to("chat.update")) == before  # not answered without a mention
+    assert len(answers(slack)) == before  # not answered without a mention
     await bot.send_event(
         channel_message("bot, again", ts="1700000402.000100", thread_ts=ROOT, mention=True)
     )
-    await slack.wait_for("chat.update", count=before + 1)
+    await wait_answers(slack, before + 1)
     await bot.idle()
     assert (await database.threads.get(key)).status == "active"
 
@@ -157,16 +158,16 @@ async def test_commands_handoff_to_agent_starts_new_session_owned_by_agent(
     assert "order 4411" in session.events[0].text
     # The next message in the thread is answered by billing_agent.
     await bot.send_event(channel_message("status?", ts="1700000403.000100", thread_ts=ROOT))
-    await slack.wait_for("chat.update", count=2)
+    await wait_answers(slack, 2)
     await bot.idle()
-    assert "billing_agent" in json.dumps(slack.calls_to("chat.update")[-1]["blocks"])
+    assert "billing_agent" in context_text(answers(slack)[-1])
 
 
 async def test_commands_summary_shortcut_answers_requester(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
-    reply_ts = slack.calls_to("chat.postMessage")[0]["thread_ts"]
+    reply_ts = answers(slack)[0]["thread_ts"]
     payload = bot.message_shortcut(
         "summarize_thread", channel="C1", ts="1700000400.000900", thread_ts=reply_ts
     )

@@ -1,4 +1,4 @@
-"""End to end: messages in, placeholder then reply out, over real HTTP."""
+"""End to end: messages in, replies out (streamed, as shipped), over real HTTP."""
 
 from __future__ import annotations
 
@@ -6,27 +6,23 @@ from agents.models.scripted import ScriptedModel, transfer
 from bot.slack.message_ts import message_ts
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm
+from tests.e2e.replies import context_text, shown, wait_replies
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
 
-def context_text(blocks: list[dict]) -> str:
-    return " ".join(el["text"] for b in blocks if b["type"] == "context" for el in b["elements"])
-
-
-async def test_conversation_dm_gets_placeholder_then_reply_naming_agent(
+async def test_conversation_dm_gets_a_reply_naming_agent(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["Hello! How can I help?"])))
     resp = await bot.send_event(dm("hi there", ts="1700000001.000100"))
     assert resp.status == 200
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "D1")
     await bot.idle()
-    [placeholder] = slack.calls_to("chat.postMessage")
-    assert placeholder["thread_ts"] == "1700000001.000100" and placeholder["channel"] == "D1"
-    [update] = slack.calls_to("chat.update")
-    assert "Hello! How can I help?" in update["blocks"][0]["text"]["text"]
-    assert "support_supervisor" in context_text(update["blocks"])
+    [reply] = await wait_replies(slack, "D1")
+    assert reply["thread_ts"] == "1700000001.000100"
+    assert "Hello! How can I help?" in shown(reply)
+    assert "support_supervisor" in context_text(reply)
 
 
 async def test_conversation_channel_mention_starts_thread_session(
@@ -36,11 +32,11 @@ async def test_conversation_channel_mention_starts_thread_session(
     await bot.send_event(
         channel_message("help", ts="1700000002.000100", mention=True, kind="app_mention")
     )
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "C1")
     await bot.idle()
-    [update] = slack.calls_to("chat.update")
-    assert "Hi from the channel" in update["text"]
-    assert slack.calls_to("chat.postMessage")[0]["thread_ts"] == "1700000002.000100"
+    [reply] = await wait_replies(slack, "C1")
+    assert "Hi from the channel" in shown(reply)
+    assert reply["thread_ts"] == "1700000002.000100"
 
 
 async def test_conversation_transfer_answers_as_billing_and_keeps_owner(
@@ -52,21 +48,21 @@ async def test_conversation_transfer_answers_as_billing_and_keeps_owner(
     bot = await start_bot(support_tree(model))
     root = "1700000010.000100"
     await bot.send_event(channel_message("I was charged twice", ts=root, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "C1")
     await bot.idle()
-    first = slack.calls_to("chat.update")[0]
-    assert "Your refund is on its way." in first["text"]
-    assert "billing_agent" in context_text(first["blocks"])
-    assert "support_supervisor → billing_agent" in context_text(first["blocks"])
+    [first] = await wait_replies(slack, "C1")
+    assert "Your refund is on its way." in shown(first)
+    assert "billing_agent" in context_text(first)
+    assert "support_supervisor → billing_agent" in context_text(first)
 
     # The next human message in the thread needs no mention and goes to billing_agent.
     await bot.send_event(channel_message("which invoice?", ts="1700000011.000100", thread_ts=root))
-    await slack.wait_for("chat.update", count=2)
+    await wait_replies(slack, "C1", 2)
     await bot.idle()
-    second = slack.calls_to("chat.update")[1]
-    assert "INV-9" in second["text"]
-    assert "billing_agent" in context_text(second["blocks"])
-    assert "→" not in context_text(second["blocks"])
+    second = (await wait_replies(slack, "C1", 2))[1]
+    assert "INV-9" in shown(second)
+    assert "billing_agent" in context_text(second)
+    assert "→" not in context_text(second)
     assert model.requests[-1].agent_name == "billing_agent"
     model.assert_complete()
 
@@ -78,7 +74,7 @@ async def test_conversation_unmentioned_channel_message_is_ignored(
     resp = await bot.send_event(channel_message("just chatting", ts="1700000020.000100"))
     assert resp.status == 200
     await bot.idle()
-    assert slack.calls_to("chat.postMessage") == []
+    assert slack.calls_to("chat.postMessage") == slack.calls_to("chat.startStream") == []
 
 
 async def test_conversation_ignores_own_bot_edits_and_joins_quietly(
@@ -117,7 +113,7 @@ async def test_conversation_ignores_own_bot_edits_and_joins_quietly(
     for event in events:
         assert (await bot.send_event(event)).status == 200
     await bot.idle()
-    assert slack.calls_to("chat.postMessage") == []
+    assert slack.calls_to("chat.postMessage") == slack.calls_to("chat.startStream") == []
     assert "Unhandled request" not in caplog.text
 
 
@@ -126,12 +122,12 @@ async def test_conversation_escapes_broadcasts_in_model_output(
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["Attention <!channel> and <@U2> & co"])))
     await bot.send_event(dm("ping everyone", ts="1700000040.000100"))
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "D1")
     await bot.idle()
-    [update] = slack.calls_to("chat.update")
-    for text in (update["text"], update["blocks"][0]["text"]["text"]):
-        assert "<!channel>" not in text and "<@U2>" not in text
-        assert "&lt;!channel&gt;" in text and "&amp;" in text
+    [reply] = await wait_replies(slack, "D1")
+    text = shown(reply)
+    assert "<!channel>" not in text and "<@U2>" not in text
+    assert "&lt;!channel&gt;" in text and "&amp;" in text
 
 
 async def test_conversation_long_reply_is_split_not_cut(
@@ -140,12 +136,11 @@ async def test_conversation_long_reply_is_split_not_cut(
     words = " ".join(f"word{i}" for i in range(1500))
     bot = await start_bot(support_tree(ScriptedModel([words])), max_message_chars=3000)
     await bot.send_event(dm("long please", ts="1700000050.000100"))
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "D1", 2)
     await bot.idle()
-    first = slack.calls_to("chat.update")[0]["blocks"][0]["text"]["text"]
-    rest = [c["text"] for c in slack.calls_to("chat.postMessage")[1:]]
-    assert rest, "expected continuation messages"
-    assert " ".join([first, *rest]).split() == words.split()
+    replies = await wait_replies(slack, "D1")
+    assert len(replies) > 1, "expected continuation messages"
+    assert " ".join(shown(m) for m in replies).split() == words.split()
 
 
 async def test_conversation_model_failure_leaves_notice_flag_and_user_event(
@@ -156,10 +151,10 @@ async def test_conversation_model_failure_leaves_notice_flag_and_user_event(
 
     bot = await start_bot(support_tree(ScriptedModel([ModelError("upstream down")])))
     await bot.send_event(dm("my order is late", ts="1700000060.000100"))
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "D1")
     await bot.idle()
-    [update] = slack.calls_to("chat.update")
-    assert "saved" in update["text"] and "person" in update["text"]
+    [notice] = await wait_replies(slack, "D1")
+    assert "saved" in shown(notice) and "person" in shown(notice)
     key = ThreadKey(team_id="T1", channel_id="D1", thread_ts="1700000060.000100")
     record = await database.threads.get(key)
     assert record.needs_attention
@@ -175,11 +170,11 @@ async def test_conversation_rate_limited_post_is_retried_after_retry_after(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["ok"])))
-    slack.fail("chat.postMessage", status=429, times=1, retry_after=1)
+    slack.fail("chat.startStream", status=429, times=1, retry_after=1)
     await bot.send_event(dm("hello", ts="1700000070.000100"))
-    await slack.wait_for("chat.update")
+    await wait_replies(slack, "D1")
     await bot.idle()
-    attempts = [a for a in slack.attempts if a.method == "chat.postMessage"]
+    attempts = [a for a in slack.attempts if a.method == "chat.startStream"]
     assert [a.status for a in attempts] == [429, 200]
     assert attempts[1].at - attempts[0].at >= 1.0
-    assert len(slack.calls_to("chat.update")) == 1
+    assert len(slack.calls_to("chat.stopStream")) == 1

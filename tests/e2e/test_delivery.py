@@ -14,6 +14,7 @@ from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm, sign
+from tests.e2e.replies import answers, shown, wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -33,10 +34,11 @@ async def test_delivery_same_event_three_times_concurrently_gives_one_reply(
         bot.send_event(event, event_id="EvSAME", retry_num=2),
     )
     assert [r.status for r in responses] == [200, 200, 200]
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
-    assert len(slack.calls_to("chat.postMessage")) == 1
-    assert len(slack.calls_to("chat.update")) == 1
+    assert len(slack.calls_to("chat.startStream")) == 1
+    assert len(slack.calls_to("chat.stopStream")) == 1
+    assert len(answers(slack)) == 1
 
 
 async def test_delivery_mention_and_message_double_delivery_gives_one_reply(
@@ -48,9 +50,10 @@ async def test_delivery_mention_and_message_double_delivery_gives_one_reply(
         bot.send_event(channel_message("hi", ts=ts, mention=True, kind="app_mention")),
         bot.send_event(channel_message("hi", ts=ts, mention=True)),
     )
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
-    assert len(slack.calls_to("chat.update")) == 1
+    assert len(slack.calls_to("chat.startStream")) == 1
+    assert len(answers(slack)) == 1
 
 
 async def test_delivery_twenty_messages_in_one_thread_answered_in_order(
@@ -64,9 +67,9 @@ async def test_delivery_twenty_messages_in_one_thread_answered_in_order(
         await bot.send_event(dm(f"message {i}", ts=ts, thread_ts=root if i else None))
         if i == 0:
             root = ts
-    await slack.wait_for("chat.update", count=20, within=30)
+    await wait_answers(slack, 20, within=30)
     await bot.idle()
-    replies = [u["blocks"][0]["text"]["text"] for u in slack.calls_to("chat.update")]
+    replies = [shown(m) for m in answers(slack)]
     assert replies == [f"echo: message {i}" for i in range(20)]
 
 
@@ -104,5 +107,5 @@ async def test_delivery_checks_each_signature_exactly_once(
     monkeypatch.setattr(SignatureVerifier, "is_valid_request", counted)
     bot = await start_bot(support_tree(ScriptedModel([echo])))
     assert (await bot.send_event(dm("checked once", ts="1700000400.000100"))).status == 200
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     assert len(checks) == 1

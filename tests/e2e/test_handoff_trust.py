@@ -32,6 +32,7 @@ from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, channel_message, dm
+from tests.e2e.replies import wait_answers
 from tests.fakes.slack_api import FakeSlackApi
 
 ROOT = "1700000400.000100"
@@ -70,7 +71,7 @@ async def thread_with_history(
     bot = await shipped_bot(slack, start_bot, model, AgentModel({SUMMARIZER_NAME: summaries}))
     slack.add_message("C1", ts=ROOT, text=QUESTION, user="U1")
     await bot.send_event(channel_message(QUESTION, ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     return bot, model
 
@@ -119,7 +120,7 @@ async def test_handoff_note_is_quoted_context_never_the_agents_own_words(
     model.add("billing_agent", "Let me check order 4411.")
     slack.add_message("C1", ts="1700000401.000100", text="any news?", user="U1", thread_ts=ROOT)
     await bot.send_event(channel_message("any news?", ts="1700000401.000100", thread_ts=ROOT))
-    await slack.wait_for("chat.update", count=2)
+    await wait_answers(slack, 2)
     await bot.idle()
     [request] = model.requests_of("billing_agent")
     first = request.contents[0]
@@ -135,7 +136,7 @@ async def test_customer_in_a_dm_cannot_reach_people_or_write_notes(
     model = AgentModel({"support_supervisor": [ANSWER]})
     bot = await shipped_bot(slack, start_bot, model, AgentModel({SUMMARIZER_NAME: []}))
     await bot.send_event(dm(QUESTION, ts=DM_ROOT))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     posts_before = len(slack.calls_to("chat.postMessage"))
 
@@ -225,7 +226,7 @@ async def test_citation_of_a_workflow_step_carries_no_link_to_another_agents_mes
     bot = await shipped_bot(slack, start_bot, model, summaries)
     slack.add_message("C1", ts=ROOT, text="my app crashes", user="U1")
     await bot.send_event(channel_message("my app crashes", ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     events = await session_events(bot, "C1", ROOT)
     by_author = {e.author: e.id for e in events if e.text}
@@ -256,7 +257,7 @@ async def test_group_dm_with_the_bot_counts_as_direct(
     model = AgentModel({"support_supervisor": [ANSWER]})
     bot = await shipped_bot(slack, start_bot, model, AgentModel({SUMMARIZER_NAME: []}))
     await bot.send_event(channel_message(QUESTION, ts=DM_ROOT, channel="G1", mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     link = f"https://fake.slack.com/archives/G1/p{DM_ROOT.replace('.', '')}"
     await bot.send_command("/handoff", f"{link} <@U2> take it", channel="G1")

@@ -4,6 +4,7 @@ and one shared slot count for replies, commands and digests, replies first."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -63,7 +64,15 @@ async def test_limits_thread_queue_cap_answers_busy_beyond_it(
         await gate.wait()
         return await original(request)
 
+    original_stream = model.generate_stream
+
+    async def gated_stream(request: LlmRequest) -> AsyncIterator[Any]:
+        await gate.wait()
+        async for response in original_stream(request):
+            yield response
+
     model.generate = gated  # type: ignore[method-assign]
+    model.generate_stream = gated_stream  # type: ignore[method-assign]  # replies stream
     model.add("a", "b")
     for n in range(4):
         await bot.send_event(dm(f"more {n}", ts=f"1700000300.00020{n}", thread_ts=root))

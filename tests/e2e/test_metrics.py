@@ -13,6 +13,7 @@ from agents.summary.service import SummaryService
 from bot.digests.job import DigestJob
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message
+from tests.e2e.replies import wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -66,11 +67,11 @@ async def test_metrics_report_a_slack_session(
     first = channel_message("I was charged twice for order A-1001", ts=root, mention=True)
     await bot.send_event(first, event_id="EvA")
     await bot.send_event(first, event_id="EvA", retry_num=1)  # Slack's retry: dropped
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     await bot.services.runner.drain()
     await bot.send_event(channel_message("the visa card", ts="1700000101.000100", thread_ts=root))
-    await slack.wait_for("chat.update", count=2)
+    await wait_answers(slack, 2)
     await bot.idle()
     await bot.services.runner.drain()
 

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.models.base import ModelError
@@ -23,6 +24,8 @@ from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, channel_message
+from tests.e2e.replies import answers, wait_answers
+from tests.e2e.replies import shown as shown_text
 from tests.e2e.test_handoff_trust import LINK, QUESTION, ROOT, shipped_bot, thread_with_history
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -40,7 +43,7 @@ async def one_reply(slack: FakeSlackApi, start_bot: StartBot, answer: str, **set
     if settings:
         bot.services.settings = bot.services.settings.model_copy(update=settings)
     await bot.send_event(channel_message(QUESTION, ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     return bot
 
@@ -53,8 +56,10 @@ async def test_reply_longer_than_a_section_after_escaping_is_split_not_refused(
     answer = "\n".join(lines)
     assert 3000 < len(answer) < 3500
     bot = await one_reply(slack, start_bot, answer)
+    # Longer than one message: the stream stops and its message is rewritten with the
+    # first part (chat.update); the rest continue in the thread.
     [update] = slack.calls_to("chat.update")
-    rest = [c for c in slack.calls_to("chat.postMessage") if c.get("thread_ts") == ROOT][1:]
+    rest = [c for c in slack.calls_to("chat.postMessage") if c.get("thread_ts") == ROOT]
     shown = [update["blocks"][0]["text"]["text"]] + [c["blocks"][0]["text"]["text"] for c in rest]
     assert all(len(t) <= SECTION_TEXT for t in shown) and len(shown) >= 2
     joined = "\n".join(shown)
@@ -64,14 +69,27 @@ async def test_reply_longer_than_a_section_after_escaping_is_split_not_refused(
     assert not (await bot.services.db.threads.get(key)).needs_attention
 
 
+DISHONEST = (
+    "Log in at [https://bank.example.com/login](https://evil.example/steal) "
+    "<!channel> <!here> <!subteam^S123> <@U999> please."
+)
+
+
+async def test_streamed_reply_links_show_their_real_host_and_never_ping(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    await one_reply(slack, start_bot, DISHONEST)
+    [reply] = answers(slack)
+    text = shown_text(reply)
+    assert "[https://evil.example/steal](https://evil.example/steal)" in text
+    assert "bank.example.com" not in text
+    assert PINGS.search(json.dumps([c.args for c in slack.calls])) is None
+
+
 async def test_reply_links_show_their_real_host_and_never_unfurl(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
-    answer = (
-        "Log in at [https://bank.example.com/login](https://evil.example/steal) "
-        "<!channel> <!here> <!subteam^S123> <@U999> please."
-    )
-    await one_reply(slack, start_bot, answer)
+    await one_reply(slack, start_bot, DISHONEST, streaming="off")
     [update] = slack.calls_to("chat.update")
     text = update["blocks"][0]["text"]["text"]
     assert "<https://evil.example/steal|https://evil.example/steal>" in text
@@ -85,21 +103,27 @@ async def test_reply_links_show_their_real_host_and_never_unfurl(
         )
 
 
+@pytest.mark.parametrize("streaming", ["auto", "off"])
 async def test_agent_name_shows_without_passing_username_to_chat_update(
-    slack: FakeSlackApi, start_bot: StartBot
+    slack: FakeSlackApi, start_bot: StartBot, streaming: str
 ) -> None:
     model = AgentModel({"support_supervisor": ["Happy to help."]})
     bot = await shipped_bot(slack, start_bot, model, AgentModel())
-    bot.services.settings = bot.services.settings.model_copy(update={"chat_write_customize": True})
+    update = {"chat_write_customize": True, "streaming": streaming}
+    bot.services.settings = bot.services.settings.model_copy(update=update)
     await bot.send_event(channel_message(QUESTION, ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
-    [placeholder] = slack.calls_to("chat.postMessage")
-    [update] = slack.calls_to("chat.update")
-    assert placeholder["username"] == "support_supervisor"
-    assert "username" not in update  # Slack's chat.update takes none (the fake refuses it)
-    [shown] = [m for m in slack.thread("C1", ROOT) if m.get("bot_id")]
-    assert shown["username"] == "support_supervisor" and "Happy to help." in shown["text"]
+    if streaming == "auto":
+        [start] = slack.calls_to("chat.startStream")
+        assert start["username"] == "support_supervisor"
+    else:
+        [placeholder] = slack.calls_to("chat.postMessage")
+        [update] = slack.calls_to("chat.update")
+        assert placeholder["username"] == "support_supervisor"
+        assert "username" not in update  # Slack's chat.update takes none (the fake refuses it)
+    [reply] = [m for m in slack.thread("C1", ROOT) if m.get("bot_id")]
+    assert reply["username"] == "support_supervisor" and "Happy to help." in shown_text(reply)
 
 
 async def test_usage_texts_escape_their_angle_brackets(
@@ -122,7 +146,7 @@ async def test_summary_model_failure_shows_an_error_code_never_provider_text(
     bot = await shipped_bot(slack, start_bot, model, summaries)
     slack.add_message("C1", ts=ROOT, text=QUESTION, user="U1")
     await bot.send_event(channel_message(QUESTION, ts=ROOT, mention=True))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await bot.idle()
     await bot.send_command("/summary", LINK)
     await bot.idle()

@@ -15,6 +15,7 @@ from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import socket_handler
 from tests.e2e.harness import dm, open_database
+from tests.e2e.replies import context_text, shown, wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_socket import FakeSocketModeServer
@@ -61,10 +62,9 @@ async def test_socket_mode_dm_round_trip_and_health(tmp_path: Path) -> None:
             }
             envelope = await ws.send_event(body)
             await ws.wait_acked(envelope)
-            await slack.wait_for("chat.update")
-            [update] = slack.calls_to("chat.update")
-            assert "Hi over the socket" in update["text"]
-            assert "support_supervisor" in str(update["blocks"])
+            [reply] = await wait_answers(slack)
+            assert "Hi over the socket" in shown(reply)
+            assert "support_supervisor" in context_text(reply)
             assert [c["_token"] for c in slack.calls_to("apps.connections.open")] == ["xapp-test"]
             async with aiohttp.ClientSession() as http:
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:

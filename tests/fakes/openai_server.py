@@ -14,6 +14,8 @@ answered with the next scripted `Reply`: a text or tool-call completion, an HTTP
 (say 500, or 429 with `Retry-After`), or anything else built with `Reply(...)`. A step
 may also be a callable that receives the request body and returns a `Reply`, for answers
 that depend on the input. Any step can be delayed to provoke client timeouts. A request
+with `"stream": true` gets the same completion as server-sent events, its text in deltas
+of `stream_chunk_chars`. A request
 with no step left gets a 400 naming the problem, and `assert_complete()` fails on it.
 """
 
@@ -39,10 +41,16 @@ class Reply:
     body: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # Streamed, the answer hangs after this many chunks (a model that dies mid-reply).
+    stall_after: int | None = None
 
     def delayed(self, seconds: float) -> Reply:
         """The same reply, sent after `seconds` (use it to provoke client timeouts)."""
         return replace(self, delay=seconds)
+
+    def stalled(self, chunks: int) -> Reply:
+        """The same reply that, streamed, stops after `chunks` chunks and hangs."""
+        return replace(self, stall_after=chunks)
 
 
 Step = Reply | Callable[[dict[str, Any]], Reply]
@@ -135,8 +143,9 @@ class FakeOpenAIServer:
     `await server.close()`. Point clients at `base_url` (it ends in `/v1`).
     """
 
-    def __init__(self, replies: Iterable[Step] = ()) -> None:
+    def __init__(self, replies: Iterable[Step] = (), *, stream_chunk_chars: int = 5) -> None:
         self._steps: deque[Step] = deque(replies)
+        self.stream_chunk_chars = stream_chunk_chars
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
         self._runner: web.AppRunner | None = None
@@ -210,8 +219,6 @@ class FakeOpenAIServer:
             received_at=time.monotonic(),
         )
         self.requests.append(recorded)
-        if body.get("stream"):
-            return web.json_response(error(400, "FakeOpenAIServer: no streaming").body, status=400)
         if not self._steps:
             self.unexpected.append(recorded)
             message = f"FakeOpenAIServer: unexpected request #{len(self.requests)}, no reply left"
@@ -227,7 +234,48 @@ class FakeOpenAIServer:
         if "choices" in response_body and not response_body.get("model"):
             # Echo the requested model, as real servers do, so litellm can price the call.
             response_body = {**response_body, "model": body.get("model", "test")}
+        choices = response_body.get("choices")
+        whole = isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict)
+        if body.get("stream") and reply.status == 200 and whole:
+            return await self._stream(request, response_body, reply.stall_after)
         return web.json_response(response_body, status=reply.status, headers=reply.headers)
+
+    async def _stream(
+        self, request: web.Request, completion: dict[str, Any], stall_after: int | None
+    ) -> web.StreamResponse:
+        """`completion` as OpenAI's server-sent events: the text in deltas of
+        `stream_chunk_chars`, tool calls whole, then the finish reason and the usage."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        choice = completion["choices"][0]
+        message = choice.get("message") or {}
+        text = message.get("content") or ""
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        size = self.stream_chunk_chars
+        deltas += [{"content": text[i : i + size]} for i in range(0, len(text), size)]
+        if message.get("tool_calls"):
+            calls = [{**c, "index": n} for n, c in enumerate(message["tool_calls"])]
+            deltas.append({"tool_calls": calls})
+        base = {k: completion[k] for k in ("id", "created", "model") if k in completion}
+        base["object"] = "chat.completion.chunk"
+        finishes = [None] * len(deltas) + [choice.get("finish_reason", "stop")]
+        chunks = [
+            {**base, "choices": [{"index": 0, "delta": d, "finish_reason": f}]}
+            for d, f in zip([*deltas, {}], finishes, strict=True)
+        ]
+        if completion.get("usage"):
+            chunks.append({**base, "choices": [], "usage": completion["usage"]})
+        try:
+            await response.prepare(request)
+            for n, chunk in enumerate(chunks):
+                if n == stall_after:
+                    await self._closing.wait()
+                    return response
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client gave up (a timeout under test)
+        return response
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "test", "object": "model"}]})

@@ -11,7 +11,8 @@ Usage::
 What it serves: `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEphemeral`,
 `chat.delete`, `chat.getPermalink`, `conversations.replies`, `conversations.members`,
 `conversations.info`, `users.info`, `views.open`, `views.publish`,
-`apps.connections.open` (answers `socket_url`), and `POST /response/<id>` for
+`apps.connections.open` (answers `socket_url`), the streaming methods
+(`tests.fakes.slack_streams`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
 answers `{"ok": true}` and is recorded.
 
@@ -39,6 +40,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.slack_limits import refusal
+from tests.fakes.slack_streams import STREAM_HANDLERS
 
 
 @dataclass
@@ -87,6 +89,8 @@ class FakeSlackApi:
         # channel -> ts -> message dict (text, blocks, user/bot_id, thread_ts, ...)
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}
         self._faults: dict[str, _Fault] = {}
+        # An error code chat.startStream answers with (see tests.fakes.slack_streams).
+        self.stream_refusal: str | None = None
         self._ts = itertools.count(1)
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -248,6 +252,8 @@ class FakeSlackApi:
             "user": self.bot_user_id,
             "username": args.get("username"),
         }
+        if args.get("metadata") is not None:
+            msg["metadata"] = args["metadata"]
         if args.get("thread_ts"):
             msg["thread_ts"] = args["thread_ts"]
         self.messages.setdefault(channel, {})[ts] = msg
@@ -259,6 +265,8 @@ class FakeSlackApi:
         if msg is None:
             return {"ok": False, "error": "message_not_found"}
         msg.update(text=args.get("text", ""), blocks=args.get("blocks"), edited=True)
+        if args.get("metadata") is not None:
+            msg["metadata"] = args["metadata"]
         return {"ok": True, "channel": channel, "ts": ts, "text": msg["text"]}
 
     def _info(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -295,6 +303,8 @@ class FakeSlackApi:
         msgs = self.thread(args.get("channel", ""), args.get("ts", ""))
         if not msgs:
             return {"ok": False, "error": "thread_not_found"}
+        if str(args.get("include_all_metadata", "")).lower() not in ("1", "true"):
+            msgs = [{k: v for k, v in m.items() if k != "metadata"} for m in msgs]
         return {"ok": True, "messages": msgs, "has_more": False}
 
     def _members(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -340,3 +350,5 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "views.publish": lambda self, a: {"ok": True, "view": {"id": "VHOME"}},
     "apps.connections.open": FakeSlackApi._connections_open,
 }
+# Streamed messages (chat.startStream, appendStream, stopStream): tests.fakes.slack_streams.
+_HANDLERS.update(STREAM_HANDLERS)

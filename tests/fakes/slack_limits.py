@@ -91,6 +91,34 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
     ),
     "conversations.info": frozenset({"token", "channel", "include_locale", "include_num_members"}),
     "users.info": frozenset({"token", "include_locale", "user"}),
+    "chat.startStream": frozenset(
+        {
+            "token",
+            "channel",
+            "thread_ts",
+            "markdown_text",
+            "recipient_team_id",
+            "recipient_user_id",
+            "chunks",
+            "task_display_mode",
+            "icon_emoji",
+            "icon_url",
+            "username",
+        }
+    ),
+    "chat.appendStream": frozenset({"token", "channel", "ts", "markdown_text", "chunks"}),
+    "chat.stopStream": frozenset(
+        {
+            "token",
+            "channel",
+            "ts",
+            "markdown_text",
+            "blocks",
+            "metadata",
+            "chunks",
+            "session_status",
+        }
+    ),
     "views.open": frozenset({"token", "trigger_id", "interactivity_pointer", "view"}),
     "views.publish": frozenset({"token", "user_id", "view", "hash"}),
 }

@@ -21,8 +21,9 @@ import aiohttp
 from agents.events import Usage
 from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
-from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
+from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT
 from tests.e2e.harness import SIGNING_SECRET, TEAM, sign
+from tests.e2e.replies import finished
 from tests.fakes.slack_api import FakeSlackApi
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,10 +88,11 @@ def user_messages(slack: FakeSlackApi, channel: str, thread_ts: str) -> list[dic
 
 
 def settled(slack: FakeSlackApi, threads: dict[tuple[str, str], int]) -> bool:
-    """Every thread shows as many finished bot messages as it has user messages."""
+    """Every thread shows as many finished bot messages as it has user messages (no
+    "thinking" placeholder, no stream still open)."""
     for (channel, root), expected in threads.items():
         mine = bot_messages(slack, channel, root)
-        if len(mine) < expected or any(m["text"] == THINKING_TEXT for m in mine):
+        if len(mine) < expected or not all(finished(m) for m in mine):
             return False
     return True
 

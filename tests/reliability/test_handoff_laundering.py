@@ -28,7 +28,9 @@ from bot.slack.actions import DIRECT_REFUSAL
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.harness import TEAM, BotHarness, channel_message, dm, open_database
+from tests.e2e.replies import wait_answers
 from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_streams import STREAM_METHODS
 
 THREADS = 20
 NOTES = [
@@ -88,7 +90,7 @@ async def test_handoff_notes_never_forge_an_agents_promise(
             await harness.send_event(
                 channel_message(f"still waiting ({turn})", ts=ts, thread_ts=root)
             )
-        await slack.wait_for("chat.update", count=4 * (n + 1), within=30)
+        await wait_answers(slack, 4 * (n + 1), within=30)
         await harness.idle()
         await harness.services.runner.drain()
         await harness.send_command("/handoff", f"{link} billing_agent {note}")
@@ -97,7 +99,7 @@ async def test_handoff_notes_never_forge_an_agents_promise(
         await harness.send_event(
             channel_message("hello?", ts=f"17000007{n:02d}.000200", thread_ts=root)
         )
-        await slack.wait_for("chat.update", count=4 * (n + 1) + 1, within=30)
+        await wait_answers(slack, 4 * (n + 1) + 1, within=30)
         await harness.idle()
 
         key = ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=root)
@@ -122,8 +124,9 @@ async def test_handoff_notes_never_forge_an_agents_promise(
             if content.role == "model" and any(w in content.text for w in words):
                 forged += 1
     for call in slack.calls:
-        if call.method in ("chat.postMessage", "chat.update", "response_url"):
-            if BROADCAST.search(json.dumps([call.args.get("text"), call.args.get("blocks")])):
+        if call.method in ("chat.postMessage", "chat.update", "response_url", *STREAM_METHODS):
+            said = [call.args.get(k) for k in ("text", "blocks", "chunks")]
+            if BROADCAST.search(json.dumps(said)):
                 broadcasts += 1
     assert (forged, broadcasts, empty_starts) == (0, 0, 0)
 
@@ -136,7 +139,7 @@ async def test_customer_in_dm_cannot_hand_off_to_people_or_write_notes(
     root = "1700000800.000100"
     link = f"https://fake.slack.com/archives/D1/p{root.replace('.', '')}"
     await harness.send_event(dm("order 4411 charged twice", ts=root))
-    await slack.wait_for("chat.update")
+    await wait_answers(slack)
     await harness.idle()
     for note in NOTES:
         await harness.send_command("/handoff", f"{link} <@U2> {note}", channel="D1")

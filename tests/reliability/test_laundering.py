@@ -47,7 +47,9 @@ from bot.wiring import summary_aids
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.harness import TEAM, BotHarness, channel_message, open_database
+from tests.e2e.replies import wait_answers
 from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_streams import STREAM_METHODS
 
 THREADS = 20
 CLAIMS = [
@@ -183,7 +185,7 @@ class Conversations:
         thread_ts = None if mention else root
         await harness.send_event(channel_message(text, ts=ts, thread_ts=thread_ts, mention=mention))
         self.replies += 1
-        await harness.slack.wait_for("chat.update", count=self.replies, within=30)
+        await wait_answers(harness.slack, self.replies, within=30)
         await harness.idle()
         await harness.services.runner.drain()
 
@@ -263,9 +265,10 @@ async def test_laundering_through_the_shipped_pipeline(
         for event in session.events:
             if event.author in AGENTS and INJECTED & set(AMOUNT.findall(event.text)):
                 forged += 1  # an injected amount in an agent's name
-    posted = [c for c in slack.calls if c.method in ("chat.postMessage", "chat.update")]
+    writes = ("chat.postMessage", "chat.update", *STREAM_METHODS)
+    posted = [c for c in slack.calls if c.method in writes]
     for call in posted:
-        body = json.dumps([call.args.get("text"), call.args.get("blocks")])
+        body = json.dumps([call.args.get(k) for k in ("text", "blocks", "chunks")])
         mass_mentions += bool(MASS_MENTION.search(body))
     lead_posts = [c for c in posted if c.args.get("channel") == "CLEAD"]
     print(

@@ -1,14 +1,14 @@
-"""Slack faults: chat.postMessage and chat.update answer 429 (with Retry-After) or 500
-for a while. Every reply arrives once the fault clears, exactly once, and no
-"thinking" placeholder is left behind."""
+"""Slack faults: the streaming methods (chat.startStream, chat.stopStream) answer 429
+(with Retry-After) or 500 for a while. Every reply arrives once the fault clears,
+exactly once, and no stream is left open."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from bot.slack.render.blocks import THINKING_TEXT
 from tests.e2e.harness import BotHarness, dm, open_database
+from tests.e2e.replies import context_text, finished, shown
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import EchoModel, bot_messages, echo_tree
 
@@ -36,17 +36,18 @@ async def run_with_faults(slack: FakeSlackApi, tmp_path: Path, faults: object) -
 
 def assert_one_reply_each(slack: FakeSlackApi, roots: list[str]) -> None:
     for i, root in enumerate(roots):
-        texts = [m["text"] for m in bot_messages(slack, "D1", root)]
-        assert texts == [f"support_supervisor: Answer to: q{i}"], texts
-        assert THINKING_TEXT not in texts
+        mine = bot_messages(slack, "D1", root)
+        assert [shown(m) for m in mine] == [f"Answer to: q{i}"], mine
+        assert all(finished(m) for m in mine)
+        assert "support_supervisor" in context_text(mine[0])
 
 
-async def test_slack_faults_rate_limits_on_post_and_update_delay_but_never_lose_replies(
+async def test_slack_faults_rate_limits_on_the_stream_delay_but_never_lose_replies(
     slack: FakeSlackApi, tmp_path: Path
 ) -> None:
     def faults() -> None:
-        slack.fail("chat.postMessage", status=429, times=30, retry_after=1)
-        slack.fail("chat.update", status=429, times=20, retry_after=1)
+        slack.fail("chat.startStream", status=429, times=30, retry_after=1)
+        slack.fail("chat.stopStream", status=429, times=20, retry_after=1)
 
     roots = await run_with_faults(slack, tmp_path, faults)
     assert_one_reply_each(slack, roots)
@@ -59,17 +60,17 @@ async def test_slack_faults_server_errors_for_seconds_then_every_reply_arrives(
 ) -> None:
     async def clear_after(seconds: float) -> None:
         await asyncio.sleep(seconds)
-        slack.fail("chat.postMessage", times=0)
-        slack.fail("chat.update", times=0)
+        slack.fail("chat.startStream", times=0)
+        slack.fail("chat.stopStream", times=0)
 
     def faults() -> object:
         # An outage of unknown length: every write fails until the test clears it.
-        slack.fail("chat.postMessage", status=500, times=10**6)
-        slack.fail("chat.update", status=503, times=10**6)
+        slack.fail("chat.startStream", status=500, times=10**6)
+        slack.fail("chat.stopStream", status=503, times=10**6)
         return clear_after(4.0)
 
     roots = await run_with_faults(slack, tmp_path, faults)
     assert_one_reply_each(slack, roots)
     failed = [a for a in slack.attempts if a.status >= 500]
-    answered = [c for c in slack.calls if c.method in ("chat.postMessage", "chat.update")]
+    answered = [c for c in slack.calls if c.method in ("chat.startStream", "chat.stopStream")]
     assert failed and min(c.at for c in answered) > max(a.at for a in failed)

@@ -50,13 +50,18 @@ def thinking_blocks() -> list[Block]:
 
 def reply_blocks(text: str, *, agent: str, transfers: Sequence[str] = ()) -> list[Block]:
     """A reply: its mrkdwn text, then a context line naming the agent (and any transfer)."""
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": text or " "}},
+        reply_context(agent, transfers),
+    ]
+
+
+def reply_context(agent: str, transfers: Sequence[str] = ()) -> Block:
+    """The context line under a reply: the agent that wrote it, and any transfer."""
     context = f"*{escape(agent)}*"
     if len(transfers) > 1:
         context += f"  ·  {escape(transfer_line(transfers))}"
-    return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": text or " "}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]},
-    ]
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]}
 
 
 def continuation_blocks(text: str) -> list[Block]:

@@ -70,7 +70,9 @@ def spec_file() -> Path:
 def test_fake_takes_only_arguments_slack_documents() -> None:
     paths = json.loads(spec_file().read_text())["paths"]
     for method, allowed in METHOD_ARGS.items():
-        documented = {p["name"] for op in paths[f"/{method}"].values() for p in op["parameters"]}
+        # Methods newer than the spec (chat.startStream, say) are checked against slack_sdk.
+        operations = paths.get(f"/{method}", {}).values()
+        documented = {p["name"] for op in operations for p in op["parameters"]} or {"token"}
         sdk = set(inspect.signature(getattr(AsyncWebClient, method.replace(".", "_"))).parameters)
         extra = allowed - documented - sdk - {"team_id"}
         assert extra == set(), method

@@ -1,0 +1,83 @@
+"""Streaming an agent step: partial text events while the step's answer is written.
+
+When the caller asks for it (`Runner.run_async(streaming=True)`) and the model can
+stream (`agents.models.base.StreamingModel`), each model call of a step whose answer is
+prose sends its text deltas on as partial events (ADK's `partial=True`): never stored,
+and followed by the step's complete event as always. Calls whose answer is JSON (a
+decide-first decision, a tool's arguments, an output schema) are not streamed, so only
+reply text streams. The complete event stays the truth: a step may still turn streamed
+text into a transfer (a pretend action) or cut it, and a caller showing deltas shows the
+complete answer in the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from agents.context import InvocationContext
+from agents.events import Event, Part
+from agents.models.base import LlmRequest, LlmResponse, Model, ModelError, StreamingModel
+
+TextSink = Callable[[str], None]
+
+
+def streams(ctx: InvocationContext, model: Model) -> bool:
+    """Whether this agent step streams its text: asked for, and the model can."""
+    return ctx.streaming and isinstance(model, StreamingModel)
+
+
+async def call_streaming(model: Model, request: LlmRequest, on_text: TextSink) -> LlmResponse:
+    """One model call, its text deltas passed to `on_text` as they arrive; the complete
+    response is returned. A request for JSON (a response schema) is not streamed."""
+    if request.response_schema is not None or not isinstance(model, StreamingModel):
+        return await model.generate(request)
+    final: LlmResponse | None = None
+    async for response in model.generate_stream(request):
+        if not response.partial:
+            final = response
+        elif response.text:
+            on_text(response.text)
+    if final is None:
+        raise ModelError(f"{model.name}: the stream ended without an answer", code="model_error")
+    return final
+
+
+async def with_partials(
+    ctx: InvocationContext,
+    author: str,
+    work: Callable[[TextSink], Awaitable[LlmResponse]],
+) -> AsyncIterator[Event | LlmResponse]:
+    """Run `work` (given a sink for text deltas), yielding partial events of its deltas
+    while it runs, in order (those that queued up meanwhile joined into one), then its
+    response. Closing the iterator cancels the work."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    task = asyncio.ensure_future(work(queue.put_nowait))
+    task.add_done_callback(lambda _: queue.put_nowait(None))
+    try:
+        ended = False
+        while not ended and (delta := await queue.get()) is not None:
+            # Deltas that arrived while the caller was busy go out as one event: a model
+            # writes per token, and nobody gains from an event per token under load.
+            pieces = [delta]
+            while not queue.empty():
+                more = queue.get_nowait()
+                if more is None:
+                    ended = True
+                    break
+                pieces.append(more)
+            # Built without validation: the fields are the runtime's own, and this is per delta.
+            yield Event.model_construct(
+                invocation_id=ctx.invocation_id,
+                author=author,
+                branch=ctx.branch,
+                parts=(Part.model_construct(text="".join(pieces)),),
+                partial=True,
+            )
+        yield await task
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

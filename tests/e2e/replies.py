@@ -1,0 +1,79 @@
+"""What the bot's replies show in the fake Slack, however they got there (streamed with
+chat.startStream, or a placeholder replaced with chat.update)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.slack.render.blocks import THINKING_TEXT
+from tests.fakes.slack_api import FakeSlackApi
+
+
+def finished(message: dict[str, Any]) -> bool:
+    """A bot message that is neither a "thinking" placeholder nor a stream that is open,
+    or stopped and not yet rewritten (it then carries no complete-reply metadata)."""
+    if "chunks" in message:
+        written = bool(message.get("metadata")) or bool(message.get("edited"))
+        return not message.get("streaming") and written
+    return message.get("text") != THINKING_TEXT
+
+
+def bot_replies(slack: FakeSlackApi, channel: str, thread_ts: str | None = None) -> list[dict]:
+    """The bot's messages (in one thread, or the whole channel), oldest first."""
+    messages = slack.messages.get(channel, {}).values()
+    mine = [
+        m
+        for m in messages
+        if m.get("bot_id") and (thread_ts is None or thread_ts in (m.get("thread_ts"), m["ts"]))
+    ]
+    return sorted(mine, key=lambda m: float(m["ts"]))
+
+
+async def wait_replies(
+    slack: FakeSlackApi, channel: str, count: int = 1, *, within: float = 10.0
+) -> list[dict]:
+    """Wait until the channel shows `count` finished bot messages; returns them."""
+
+    def done(api: FakeSlackApi) -> bool:
+        return len([m for m in bot_replies(api, channel) if finished(m)]) >= count
+
+    await slack.wait_for(done, within=within)
+    return bot_replies(slack, channel)
+
+
+def shown(message: dict[str, Any]) -> str:
+    """The reply text a person reads: its sections' text, else its streamed text."""
+    sections = [
+        b["text"]["text"]
+        for b in message.get("blocks") or []
+        if b["type"] == "section" and "text" in b
+    ]
+    return "\n".join(sections) if sections else str(message.get("text") or "")
+
+
+def context_text(message: dict[str, Any]) -> str:
+    """The context line under a reply (the agent that wrote it, and any transfer)."""
+    return " ".join(
+        el["text"]
+        for b in message.get("blocks") or []
+        if b["type"] == "context"
+        for el in b["elements"]
+    )
+
+
+def answers(slack: FakeSlackApi) -> list[dict]:
+    """Every finished answer in any channel, oldest first: a streamed reply or a replaced
+    placeholder (the reply, or a failure notice)."""
+    found = [
+        m
+        for channel in slack.messages.values()
+        for m in channel.values()
+        if m.get("bot_id") and ("chunks" in m or m.get("edited")) and finished(m)
+    ]
+    return sorted(found, key=lambda m: float(m["ts"]))
+
+
+async def wait_answers(slack: FakeSlackApi, count: int = 1, *, within: float = 10.0) -> list[dict]:
+    """Wait until `count` answers are finished (see `answers`); returns them all."""
+    await slack.wait_for(lambda api: len(answers(api)) >= count, within=within)
+    return answers(slack)
