@@ -34,6 +34,7 @@ from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, channel_message
+from tests.e2e.replies import bot_replies, finished, wait_replies
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.transcript_summarizer import TranscriptSummarizer
@@ -103,7 +104,7 @@ async def _turn(bot: BotHarness, slack: FakeSlackApi, turn: int, user: str = "U1
             text, ts=ts, user=user, thread_ts=None if turn == 0 else ROOT, mention=turn == 0
         )
     )
-    await slack.wait_for("chat.update", count=turn + 1)
+    await wait_replies(slack, "C1", turn + 1)
     await bot.idle()
 
 
@@ -274,8 +275,8 @@ async def test_summary_mode_whole_summarises_the_whole_thread_once_at_idle(
     assert {line.split("]")[0][1:] for line in transcript.strip().splitlines()} == ids
 
 
-class _UpdatesSeen(TranscriptSummarizer):
-    """Notes, at each summary request, how many replies Slack had been sent."""
+class _RepliesSeen(TranscriptSummarizer):
+    """Notes, at each summary request, how many replies Slack showed finished."""
 
     def __init__(self, slack: FakeSlackApi) -> None:
         super().__init__()
@@ -283,7 +284,7 @@ class _UpdatesSeen(TranscriptSummarizer):
         self.replies_seen: list[int] = []
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
-        self.replies_seen.append(len(self.slack.calls_to("chat.update")))
+        self.replies_seen.append(sum(map(finished, bot_replies(self.slack, "C1"))))
         return await super().generate(request)
 
 
@@ -300,7 +301,7 @@ async def test_a_waiting_reply_goes_before_a_queued_window_summary(
 ) -> None:
     # One slot, as on the embedded model.
     settings = _settings(tmp_path, slack, summary_mode="incremental", max_concurrent_invocations=1)
-    summaries = _UpdatesSeen(slack)
+    summaries = _RepliesSeen(slack)
     # Stands where compaction runs (first, outside the limit), held on the window's turn.
     hold_hooks = asyncio.Event()
     held = False
@@ -331,7 +332,7 @@ async def test_a_waiting_reply_goes_before_a_queued_window_summary(
     await bot.send_event(channel_message("A new question", ts=other, user="U2", mention=True))
     await _until(lambda: worker.limit.waiting == 2)  # the reply, queued after it
     busy.set()
-    await slack.wait_for("chat.update", count=INTERVAL + 1)
+    await wait_replies(slack, "C1", INTERVAL + 1)
     await bot.idle()
     await bot.services.runner.drain()
 
