@@ -88,7 +88,9 @@ async def main() -> None:
                 for n in range(start, min(start + BATCH, args.threads)):
                     ts = roots[n] if k == 0 else f"{1_700_000_000 + n}.{k + 1:06d}"
                     thread = None if k == 0 else roots[n]
-                    sends.append(bot.send_event(dm(f"t{n} m{k}", ts=ts, thread_ts=thread)))
+                    # One DM each: top-level messages in one DM are one conversation.
+                    event = dm(f"t{n} m{k}", ts=ts, thread_ts=thread, channel=f"D{n}", user=f"U{n}")
+                    sends.append(bot.send_event(event))
                 await asyncio.gather(*sends)
                 await bot.idle(120)
                 await bot.services.runner.drain()

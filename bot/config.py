@@ -117,6 +117,13 @@ class Settings(BaseSettings):
         gt=0,
         description="Messages waiting in one thread; beyond it the user is told the bot is busy.",
     )
+    dm_conversation_idle_minutes: float = Field(
+        default=30,
+        gt=0,
+        description="A top-level DM message continues the DM's current conversation (one "
+        "thread, one session, one digest) unless it has had no message for this long; "
+        "`/new` ends it sooner.",
+    )
     shutdown_timeout_seconds: float = 20.0
     chat_write_customize: bool = Field(
         default=False,

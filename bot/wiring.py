@@ -43,7 +43,8 @@ from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.runner import AfterInvocationHook, Runner
 from agents.tree import OutputBudget, build_support_tree
 from bot.config import Settings, secret
-from bot.digests.job import DigestJob, DigestPoster
+from bot.digests.job import DigestJob
+from bot.digests.posting import DigestPoster
 from bot.slack.message_ts import SlackTsPlugin
 from bot.threads.admission import LimitedHook, Priority, PriorityLimit
 from bot.threads.speaker import SpeakerPlugin

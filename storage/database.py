@@ -15,6 +15,7 @@ from storage.delivery.inflight import InflightStore
 from storage.delivery.owners import OwnerStore
 from storage.delivery.thread_locks import ThreadLocks
 from storage.digests import DigestStore
+from storage.dm_conversations import DmConversationStore
 from storage.engine import SqlGate, create_engine, display_url, first_line, normalize_url
 from storage.errors import (
     DatabaseOutdatedError,
@@ -51,6 +52,7 @@ class Database:
         self.stats = StatsStore(self.gate, self.summary_runs)
         self.owners = OwnerStore(self.gate)
         self.thread_locks = ThreadLocks(self.gate)
+        self.dm_conversations = DmConversationStore(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:

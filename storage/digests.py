@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
-from storage.schema import digests
+from storage.schema import digest_messages, digests
 from storage.threads import ThreadKey
 
 
@@ -105,19 +105,45 @@ class DigestStore:
 
         return await self._gate.write(tx)
 
-    async def set_posted(self, digest_id: int, slack_ts: str) -> bool:
-        """Record the Slack ts the digest was posted as; False if there is no such digest."""
+    async def set_posted(self, digest_id: int, slack_ts: str, *, page: int = 1) -> bool:
+        """Record that page `page` of the digest was posted as `slack_ts` (the first page's
+        ts is the digest's own); False if there is no such digest."""
+        record = self._gate.insert(digest_messages).values(
+            digest_id=digest_id, page=page, ts=slack_ts
+        )
+        record = record.on_conflict_do_update(
+            index_elements=[digest_messages.c.digest_id, digest_messages.c.page],
+            set_={"ts": slack_ts},
+        )
 
         async def tx(conn: AsyncConnection) -> bool:
-            result = await conn.execute(
-                sa.update(digests)
-                .where(digests.c.id == digest_id)
-                .values(slack_ts=slack_ts)
-                .returning(digests.c.id)
-            )
-            return result.first() is not None
+            exists = sa.select(digests.c.id).where(digests.c.id == digest_id)
+            if (await conn.execute(exists)).first() is None:
+                return False
+            await conn.execute(record)
+            if page == 1:
+                first = sa.update(digests).where(digests.c.id == digest_id)
+                await conn.execute(first.values(slack_ts=slack_ts))
+            return True
 
         return await self._gate.write(tx)
+
+    async def posted_pages(self, digest_id: int) -> dict[int, str]:
+        """The pages of the digest posted so far: page number -> Slack ts."""
+        pages = sa.select(digest_messages.c.page, digest_messages.c.ts).where(
+            digest_messages.c.digest_id == digest_id
+        )
+        first = sa.select(digests.c.slack_ts).where(digests.c.id == digest_id)
+
+        async def tx(conn: AsyncConnection) -> dict[int, str]:
+            posted = {int(page): str(ts) for page, ts in await conn.execute(pages)}
+            # A digest posted before pages were recorded has only its first page's ts.
+            slack_ts = (await conn.execute(first)).scalar()
+            if slack_ts is not None:
+                posted.setdefault(1, str(slack_ts))
+            return posted
+
+        return await self._gate.read(tx)
 
     async def for_event(self, session_id: str, last_seq: int) -> DigestRow | None:
         """The digest of `session_id` that covers up to its event `last_seq`, if any."""

@@ -13,8 +13,8 @@ user event carries its sender's id under `SPEAKER_ID` in `custom_metadata` (the 
   records whose range holds one of their events (the next digest rebuilds those windows
   from the events that remain).
 
-The Slack messages of the deleted digests are returned, so that the caller can delete
-them from the lead channel.
+The Slack messages of the deleted digests (every page of each) are returned, so that
+the caller can delete them from the lead channel.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.compaction import COMPACTION_AUTHOR
 from storage.schema import (
+    digest_messages,
     digests,
     events,
     inflight,
@@ -74,12 +75,14 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
         digests.c.source_session_id.in_(owned_ids),
         digests.c.source_session_id.in_(touched_ids),
     )
-    report.posted_digests = [
-        ts
-        for (ts,) in await conn.execute(
-            sa.select(digests.c.slack_ts).where(cited, digests.c.slack_ts.is_not(None))
-        )
-    ]
+    cited_ids = sa.select(digests.c.id).where(cited)
+    # Every page of each posted digest; `slack_ts` alone names a digest posted before
+    # pages were recorded.
+    pages = sa.select(digest_messages.c.ts).where(digest_messages.c.digest_id.in_(cited_ids))
+    firsts = sa.select(digests.c.slack_ts).where(cited, digests.c.slack_ts.is_not(None))
+    posted = [ts for (ts,) in await conn.execute(pages)]
+    posted += [ts for (ts,) in await conn.execute(firsts) if ts not in posted]
+    report.posted_digests = posted
     turns = sa.tuple_(events.c.session_pk, events.c.invocation_id).in_(
         [(pk, inv) for pk, inv in spoken]
     )
@@ -113,6 +116,9 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
                 summary_runs.c.session_id.in_(owned_ids),
                 summary_runs.c.session_id.in_(touched_ids),
             )
+        ),
+        "digest_messages": sa.delete(digest_messages).where(
+            digest_messages.c.digest_id.in_(cited_ids)
         ),
         "digests": sa.delete(digests).where(cited),
         "windows": sa.delete(summary_windows).where(

@@ -176,6 +176,27 @@ digests = sa.Table(
     sa.Index("ix_digests_session_last_seq", "source_session_id", "last_seq", unique=True),
 )
 
+# Every Slack message a digest was posted as in the lead channel (a long digest is
+# several pages), so that deleting a digest deletes all of it.
+digest_messages = sa.Table(
+    "digest_messages",
+    metadata,
+    sa.Column("digest_id", RowId, primary_key=True),
+    sa.Column("page", sa.Integer, primary_key=True),
+    sa.Column("ts", sa.String(32), nullable=False),
+)
+
+# The conversation a DM's top-level messages continue: its root message and when it
+# last had a message (`storage.dm_conversations`).
+dm_conversations = sa.Table(
+    "dm_conversations",
+    metadata,
+    sa.Column("team_id", sa.String(32), primary_key=True),
+    sa.Column("channel_id", sa.String(32), primary_key=True),
+    sa.Column("root_ts", sa.String(32), nullable=False),
+    sa.Column("last_at", sa.Float, nullable=False),
+)
+
 memory = sa.Table(
     "memory",
     metadata,

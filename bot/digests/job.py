@@ -5,7 +5,9 @@ guarded UPDATE), so exactly one process digests it. The holder renews the lease 
 works and re-checks it between steps and just before posting, so a slow summary never
 lets a peer take the thread from a live process; a lease whose process stopped beating
 (or expired) is taken over and the thread picked up again. A digest is stored once per
-`(session, last event)`: a process that finds it stored only posts it if nobody did.
+`(session, last event)`, before it is posted: a process that finds it stored posts only
+the pages nobody did, looking for them in the lead channel first in case a process died
+between posting and recording them (`bot.digests.posting`).
 Only a validated record is ever posted; otherwise the support-lead channel gets a short
 "summary unavailable" notice and the thread is flagged for a person.
 """
@@ -17,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
@@ -26,7 +28,8 @@ from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.results import WindowGap
-from bot.slack.permalinks import PermalinkClient, SlackAnswer, ThreadLinks, thread_links
+from bot.digests.posting import DigestPoster, Posted, StoredDigest, post_digest
+from bot.slack.permalinks import ThreadLinks, thread_links
 from bot.slack.render.blocks import Block, digest_message, unavailable_message
 from bot.slack.render.limits import post_paged
 from bot.threads.admission import Priority, PriorityLimit
@@ -43,22 +46,6 @@ REGISTRY.describe(
 )
 
 DigestStatus = Literal["posted", "stored", "unavailable", "already_posted"]
-
-
-class DigestPoster(PermalinkClient, Protocol):
-    """The part of slack_sdk's `AsyncWebClient` a digest pass uses (the offline
-    `support-bot digest` has a stand-in that only links)."""
-
-    async def chat_postMessage(
-        self,
-        *,
-        channel: str,
-        text: str,
-        blocks: list[Block],
-        unfurl_links: bool,
-        unfurl_media: bool,
-        thread_ts: str | None = None,
-    ) -> SlackAnswer: ...
 
 
 def owning_agents(events: Sequence[Event]) -> list[str]:
@@ -191,11 +178,37 @@ class DigestJob:
                 logger.warning("digest lease renewal failed", exc_info=True)
 
     async def _post(self, thread: ThreadRecord, text: str, blocks: list[Block]) -> str:
-        """Post to the lead channel (paged within Slack's limits), after re-checking the
-        lease right before; the first message's ts."""
+        """Post a notice to the lead channel (paged within Slack's limits), after
+        re-checking the lease right before; the first message's ts."""
         assert self.lead_channel is not None
         await self._renew(thread)
         return await post_paged(self.client, channel=self.lead_channel, text=text, blocks=blocks)
+
+    async def _post_digest(
+        self,
+        thread: ThreadRecord,
+        digest: StoredDigest,
+        text: str,
+        blocks: list[Block],
+        *,
+        resume: bool,
+    ) -> Posted:
+        """Post the digest's missing pages (`bot.digests.posting`), re-checking the lease
+        before each."""
+        assert self.lead_channel is not None
+        posted = await post_digest(
+            self.client,
+            self.db,
+            digest,
+            channel=self.lead_channel,
+            text=text,
+            blocks=blocks,
+            before_post=lambda: self._renew(thread),
+            resume=resume,
+        )
+        if posted.new_pages:
+            REGISTRY.inc("support_bot_digests_posted_total")
+        return posted
 
     async def _digest(self, thread: ThreadRecord) -> DigestOutcome:
         session = await self.db.sessions.of_thread(thread)
@@ -210,6 +223,7 @@ class DigestJob:
         previous = await self.db.digests.latest_for_session(session.id)
         result = await self.summarizer.summarize(session)
         await self._renew(thread)
+        created_at = self.clock()
         if isinstance(result, NoSummary) or not isinstance(result, Summary):
             return await self._unavailable(thread, [str(p) for p in result.problems], last_seq)
         record = result.record
@@ -225,7 +239,7 @@ class DigestJob:
             prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens,
             supersedes_digest_id=previous.id if previous is not None else None,
-            created_at=self.clock(),
+            created_at=created_at,
             last_seq=last_seq,
         )
         remembered: tuple[tuple[MemoryKind, list[Item]], ...] = (
@@ -257,10 +271,9 @@ class DigestJob:
                 gaps=result.gaps,
                 windows=result.windows,
             )
-            outcome.slack_ts = await self._post(thread, text, blocks)
-            outcome.outcome = "posted"
-            await self.db.digests.set_posted(digest_id, outcome.slack_ts)
-            REGISTRY.inc("support_bot_digests_posted_total")
+            new = StoredDigest(digest_id, session.id, created_at)
+            posted = await self._post_digest(thread, new, text, blocks, resume=False)
+            outcome.slack_ts, outcome.outcome = posted.first_ts, "posted"
         await self.db.threads.release(
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=digest_id
         )
@@ -277,7 +290,7 @@ class DigestJob:
         self, thread: ThreadRecord, stored: DigestRow, last_seq: int
     ) -> DigestOutcome:
         outcome = DigestOutcome(thread.channel_id, thread.thread_ts, "already_posted", stored.id)
-        if stored.slack_ts is None and self.lead_channel:
+        if self.lead_channel:
             links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
             session = await self.db.sessions.of_thread(thread)
             record = HandoffRecord.model_validate(stored.record)
@@ -293,10 +306,12 @@ class DigestJob:
                 gaps=gaps,
                 windows=windows,
             )
-            posted = await self._post(thread, text, blocks)
-            await self.db.digests.set_posted(stored.id, posted)
-            outcome.slack_ts, outcome.outcome = posted, "posted"
-            REGISTRY.inc("support_bot_digests_posted_total")
+            # A process may have died after posting (some of) it: resume, never repeat.
+            digest = StoredDigest(stored.id, stored.source_session_id, stored.created_at)
+            posted = await self._post_digest(thread, digest, text, blocks, resume=True)
+            outcome.slack_ts = posted.first_ts
+            if posted.new_pages:
+                outcome.outcome = "posted"
         await self.db.threads.release(
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
         )

@@ -26,6 +26,12 @@ class OfflineSlack:
     async def chat_postMessage(self, **_: Any) -> dict[str, Any]:
         raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
 
+    async def conversations_history(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: the lead channel cannot be read")
+
+    async def conversations_replies(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: the lead channel cannot be read")
+
 
 def db_upgrade(settings: Settings, out: TextIO, revision: str = "head") -> int:
     """Apply pending migrations to DATABASE_URL."""
@@ -132,7 +138,7 @@ async def forget(settings: Settings, out: TextIO, user_id: str) -> int:
         out.write(f"  {kind:<{width}}  {count}\n")
     deleted, failed = await _delete_posted(settings, report.posted_digests)
     if deleted or failed:
-        out.write(f"Deleted {deleted} posted digests from Slack")
+        out.write(f"Deleted {deleted} posted digest messages from Slack")
         out.write(
             f"; {len(failed)} could not be deleted: {', '.join(failed)}\n" if failed else "\n"
         )

@@ -68,6 +68,12 @@ def inflight_key(msg: IncomingMessage) -> InflightKey:
     return InflightKey(team_id=msg.team_id, channel_id=msg.channel, message_ts=msg.ts)
 
 
+def shown_in_dm(broadcast: bool) -> dict[str, Any]:
+    """Arguments that also show a threaded post at the bottom of the DM, where a user who
+    wrote there is looking (`IncomingMessage.top_level_dm`)."""
+    return {"reply_broadcast": True} if broadcast else {}
+
+
 _ORDER_POLL_S = 0.1
 
 
@@ -106,7 +112,9 @@ class SlackReplier:
                 await self._decide(key, msg)
         except Exception:
             log.exception("message handling failed", extra=_thread(key))
-            await self.fail(key, tracked, None, "bot_error", FAILURE_TEXT)
+            await self.fail(
+                key, tracked, None, "bot_error", FAILURE_TEXT, broadcast=msg.top_level_dm
+            )
 
     async def _after_earlier(self, tracked: InflightKey, thread_ts: str) -> None:
         """Wait (bounded) while another process still has an earlier message of the
@@ -147,6 +155,7 @@ class SlackReplier:
                 thread_ts=key.thread_ts,
                 text=BUSY_TEXT,
                 blocks=notice_blocks(BUSY_TEXT),
+                **shown_in_dm(msg.top_level_dm),
                 **NO_UNFURL,
             )
         except Exception:
@@ -166,6 +175,7 @@ class SlackReplier:
         stream: SlackStream | None = None
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
+        broadcast = msg.top_level_dm
         owner = self.s.owner
         started = await self.s.db.inflight.start(
             tracked, owner=owner, invocation_id=invocation_id, now=time.time()
@@ -175,12 +185,12 @@ class SlackReplier:
             log.warning("message taken over by a peer", extra=_thread(key))
             return
         try:
-            stream = await self._open_stream(key, msg, record)
+            stream = None if broadcast else await self._open_stream(key, msg, record)
             if stream is not None:
                 placeholder_ts = stream.ts
                 await self.s.db.inflight.set_stream(tracked, stream.ts, owner=owner)
             else:
-                placeholder_ts = await self._post_placeholder(key, record)
+                placeholder_ts = await self._post_placeholder(key, record, broadcast)
                 if placeholder_ts is not None:
                     await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
             outcome = await run_turn(
@@ -189,24 +199,37 @@ class SlackReplier:
                 session_id=record.session_id,
                 text=msg.text,
                 invocation_id=invocation_id,
-                metadata=turn_metadata(msg.ts, placeholder_ts),
+                metadata=turn_metadata(msg.ts, placeholder_ts, outside_thread=msg.outside_thread),
                 speaker=msg.user,
                 listener=stream.observe if stream is not None else None,
             )
         except asyncio.CancelledError:
-            await asyncio.shield(self._interrupted(key, tracked, placeholder_ts, record, stream))
+            interrupted = self._interrupted(key, tracked, placeholder_ts, record, stream, broadcast)
+            await asyncio.shield(interrupted)
             raise
         except Exception:
             log.exception("invocation failed", extra={"slack_thread": key.thread_ts})
-            await self.fail(key, tracked, placeholder_ts, "bot_error", FAILURE_TEXT, stream=stream)
+            await self.fail(
+                key,
+                tracked,
+                placeholder_ts,
+                "bot_error",
+                FAILURE_TEXT,
+                stream=stream,
+                broadcast=broadcast,
+            )
             return
-        await self.conclude(key, tracked, placeholder_ts, outcome, stream=stream)
+        await self.conclude(
+            key, tracked, placeholder_ts, outcome, stream=stream, broadcast=broadcast
+        )
 
     async def _open_stream(
         self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord
     ) -> SlackStream | None:
         """The reply's stream (`bot.slack.streaming`), unless `STREAMING=off` or Slack
-        will not stream here: then None, and a placeholder is posted instead."""
+        will not stream here: then None, and a placeholder is posted instead. A top-level DM
+        is never streamed: its answer goes in the conversation's thread and must also show
+        at the bottom of the DM (`reply_broadcast`), which `chat.startStream` cannot do."""
         settings = self.s.settings
         if settings.streaming == "off":
             return None
@@ -227,6 +250,7 @@ class SlackReplier:
         placeholder_ts: str | None,
         record: ThreadRecord,
         stream: SlackStream | None,
+        broadcast: bool,
     ) -> None:
         """A cancelled turn (shutdown): answer its open tool calls, then tell the thread."""
         try:
@@ -234,7 +258,13 @@ class SlackReplier:
         except Exception:
             log.exception("could not close interrupted calls", extra=_thread(key))
         await self.fail(
-            key, tracked, placeholder_ts, "interrupted", INTERRUPTED_TEXT, stream=stream
+            key,
+            tracked,
+            placeholder_ts,
+            "interrupted",
+            INTERRUPTED_TEXT,
+            stream=stream,
+            broadcast=broadcast,
         )
 
     async def conclude(
@@ -245,27 +275,39 @@ class SlackReplier:
         outcome: TurnOutcome,
         *,
         stream: SlackStream | None = None,
+        broadcast: bool = False,
     ) -> None:
         """Post what the invocation produced (its reply, or a failure notice); with a
-        `stream`, `placeholder_ts` is its message, finished or rewritten in place."""
+        `stream`, `placeholder_ts` is its message, finished or rewritten in place; with
+        `broadcast`, new posts also show at the bottom of the DM."""
         if outcome.reply is None or not outcome.answered:
             await self.fail(
-                key, tracked, placeholder_ts, outcome.failure, FAILURE_TEXT, stream=stream
+                key,
+                tracked,
+                placeholder_ts,
+                outcome.failure,
+                FAILURE_TEXT,
+                stream=stream,
+                broadcast=broadcast,
             )
             return
         try:
             if stream is None or not await stream.finish(outcome.reply, outcome.transfers):
-                await self._post_reply(key, placeholder_ts, outcome)
+                await self._post_reply(key, placeholder_ts, outcome, broadcast)
         except Exception:
             # The reply is stored but Slack would not take it: tell the thread if we can.
             log.exception("could not post reply", extra={"slack_thread": key.thread_ts})
-            await self.fail(key, tracked, placeholder_ts, "slack_error", FAILURE_TEXT)
+            await self.fail(
+                key, tracked, placeholder_ts, "slack_error", FAILURE_TEXT, broadcast=broadcast
+            )
             return
         await self.s.db.inflight.finish_answered(
             tracked, key, owner=self.s.owner, now=time.time(), owner_agent=outcome.reply.author
         )
 
-    async def _post_placeholder(self, key: ThreadKey, record: ThreadRecord) -> str | None:
+    async def _post_placeholder(
+        self, key: ThreadKey, record: ThreadRecord, broadcast: bool
+    ) -> str | None:
         """The "thinking" message, or None when Slack will not take it right now (the
         reply is then posted as a new message instead of replacing it)."""
         try:
@@ -276,6 +318,7 @@ class SlackReplier:
                 text=THINKING_TEXT,
                 blocks=thinking_blocks(),
                 **identity,
+                **shown_in_dm(broadcast),
                 **NO_UNFURL,
             )
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
@@ -304,11 +347,12 @@ class SlackReplier:
         key: ThreadKey,
         placeholder_ts: str | None,
         identity: dict[str, Any] | None = None,
+        broadcast: bool = False,
         **message: Any,
     ) -> None:
         """Turn the placeholder into `message`, or post it when there is none (or the
-        placeholder was deleted meanwhile); `identity` (a username) only applies to a
-        new post, because chat.update does not take one."""
+        placeholder was deleted meanwhile); `identity` (a username) and `broadcast` only
+        apply to a new post: the placeholder already shows where it was posted."""
         client = self.s.client
         if placeholder_ts is not None:
             try:
@@ -322,11 +366,12 @@ class SlackReplier:
             thread_ts=key.thread_ts,
             **message,
             **(identity or {}),
+            **shown_in_dm(broadcast),
             **NO_UNFURL,
         )
 
     async def _post_reply(
-        self, key: ThreadKey, placeholder_ts: str | None, outcome: TurnOutcome
+        self, key: ThreadKey, placeholder_ts: str | None, outcome: TurnOutcome, broadcast: bool
     ) -> None:
         assert outcome.reply is not None
         agent = outcome.reply.author
@@ -342,6 +387,7 @@ class SlackReplier:
             key,
             placeholder_ts,
             identity,
+            broadcast,
             text=fallback,
             blocks=first,
             metadata=reply_metadata(agent),
@@ -353,6 +399,7 @@ class SlackReplier:
                 text=chunk,
                 blocks=continuation_blocks(chunk),
                 **identity,
+                **shown_in_dm(broadcast),
                 **NO_UNFURL,
             )
 
@@ -365,6 +412,7 @@ class SlackReplier:
         text: str,
         *,
         stream: SlackStream | None = None,
+        broadcast: bool = False,
     ) -> None:
         """Tell the thread a person will follow up, and flag it; never raises.
 
@@ -379,7 +427,9 @@ class SlackReplier:
         except Exception:
             log.exception("could not flag thread", extra={"slack_thread": key.thread_ts})
         try:
-            await self._replace_or_post(key, placeholder_ts, text=text, blocks=notice_blocks(text))
+            await self._replace_or_post(
+                key, placeholder_ts, None, broadcast, text=text, blocks=notice_blocks(text)
+            )
         except Exception:
             log.exception("could not post failure notice", extra={"slack_thread": key.thread_ts})
             return

@@ -11,6 +11,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.response import BoltResponse
 
+from bot.slack import dm_conversation
 from bot.slack.actions import REFUSAL, Reply, ThreadActions
 from bot.slack.command_args import (
     CommandSyntaxError,
@@ -78,6 +79,9 @@ def register(app: AsyncApp, services: BotServices) -> None:
         if not services.deliveries.first(**delivery):
             return
         try:
+            idle = settings.dm_conversation_idle_minutes
+            msg = await dm_conversation.place(services.db, msg, idle_minutes=idle)
+            key = (msg.team_id, msg.channel, msg.root_ts)
             # Durable before the ack: a crash after this point loses nothing (bot.slack.recovery).
             accepted = await thread_replier.accept(msg)
         except BaseException:
@@ -166,8 +170,20 @@ def register(app: AsyncApp, services: BotServices) -> None:
             Priority.COMMAND,
         )
 
+    async def on_new(ack: AsyncAck, command: dict[str, Any]) -> None:
+        team, user = _who(command)
+        channel = _text(command.get("channel_id"))
+        if team is None or user is None or channel is None:
+            await ack(text=INCOMPLETE_COMMAND)
+        elif not channel.startswith("D"):
+            await ack(text=dm_conversation.NEW_ONLY_IN_DM)
+        else:
+            await services.db.dm_conversations.end(team, channel)
+            await ack(text=dm_conversation.NEW_STARTED)
+
     app.command("/summary")(on_summary)
     app.command("/handoff")(on_handoff)
+    app.command("/new")(on_new)
 
     async def on_summary_shortcut(
         ack: AsyncAck, shortcut: dict[str, Any], respond: AsyncRespond

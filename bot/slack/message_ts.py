@@ -17,6 +17,9 @@ from agents.events import Event
 SLACK_TS = "slack_ts"
 # Invocation metadata only: the placeholder message the reply will be posted as.
 REPLY_TS = "slack_reply_ts"
+# On a user event whose message is not in its thread's Slack thread (a top-level DM that
+# continues a conversation): its link must not name the thread.
+OUTSIDE_THREAD = "slack_outside_thread"
 
 
 def message_ts(event: Event) -> str | None:
@@ -25,7 +28,9 @@ def message_ts(event: Event) -> str | None:
     return ts if isinstance(ts, str) and ts else None
 
 
-def turn_metadata(user_ts: str | None, reply_ts: str | None) -> dict[str, Any]:
+def turn_metadata(
+    user_ts: str | None, reply_ts: str | None, *, outside_thread: bool = False
+) -> dict[str, Any]:
     """What `Runner.run_async(custom_metadata=...)` gets for one Slack message (empty
     for a turn that has no Slack message, the terminal chat's say)."""
     metadata: dict[str, Any] = {}
@@ -33,7 +38,14 @@ def turn_metadata(user_ts: str | None, reply_ts: str | None) -> dict[str, Any]:
         metadata[SLACK_TS] = user_ts
     if reply_ts:
         metadata[REPLY_TS] = reply_ts
+    if outside_thread:
+        metadata[OUTSIDE_THREAD] = True
     return metadata
+
+
+def outside_thread(event: Event) -> bool:
+    """True for a user event whose message is not in its thread's Slack thread."""
+    return event.custom_metadata.get(OUTSIDE_THREAD) is True
 
 
 class SlackTsPlugin(BasePlugin):
@@ -47,7 +59,12 @@ class SlackTsPlugin(BasePlugin):
 
     async def on_user_message(self, ctx: InvocationContext, event: Event) -> Event | None:
         ts = ctx.custom_metadata.get(SLACK_TS)
-        return event.with_metadata(**{SLACK_TS: ts}) if ts else None
+        if not ts:
+            return None
+        stamp: dict[str, Any] = {SLACK_TS: ts}
+        if ctx.custom_metadata.get(OUTSIDE_THREAD) is True:
+            stamp[OUTSIDE_THREAD] = True
+        return event.with_metadata(**stamp)
 
     async def on_event(self, ctx: InvocationContext, event: Event) -> Event | None:
         ts = ctx.custom_metadata.get(REPLY_TS)

@@ -37,15 +37,31 @@ class IncomingMessage:
     thread_ts: str | None
     mentioned: bool
     event_id: str | None = None
+    # A top-level DM message: the root of the DM conversation it continues or starts
+    # (`storage.dm_conversations`).
+    conversation_ts: str | None = None
 
     @property
     def is_dm(self) -> bool:
         return self.channel_type == "im"
 
     @property
+    def top_level_dm(self) -> bool:
+        """Posted at the bottom of a DM, not in a Slack thread: the bot's answers are
+        threaded to the conversation and also shown in the DM (`reply_broadcast`)."""
+        return self.is_dm and self.thread_ts is None
+
+    @property
+    def outside_thread(self) -> bool:
+        """A top-level DM message that continues an earlier conversation: it belongs to
+        that conversation's thread without being in it (links to it carry no thread)."""
+        return self.thread_ts is None and self.root_ts != self.ts
+
+    @property
     def root_ts(self) -> str:
-        """The ts of the thread this message belongs to (its own ts when top-level)."""
-        return self.thread_ts or self.ts
+        """The ts of the thread this message belongs to: its Slack thread, else the DM
+        conversation it continues, else its own ts."""
+        return self.thread_ts or self.conversation_ts or self.ts
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict, kept while the message is in flight (see `from_record`)."""

@@ -33,7 +33,7 @@ from slack_sdk.errors import SlackApiError
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
 from bot.slack.conversation import SlackReplier
-from bot.slack.message_ts import SLACK_TS, message_ts
+from bot.slack.message_ts import OUTSIDE_THREAD, SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
@@ -115,13 +115,16 @@ class Resumer:
             await self.s.db.inflight.finish(row.key, owner=self.s.owner)
             return
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
+        broadcast = IncomingMessage.from_record(row.message).top_level_dm
         if outcome.answered:
-            await self.replier.conclude(key, row.key, placeholder, outcome)
+            await self.replier.conclude(key, row.key, placeholder, outcome, broadcast=broadcast)
             return
         record = await self.s.db.threads.get(key)
         if record is not None:
             await close_interrupted_calls(self.s.db, record)
-        await self.replier.fail(key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT)
+        await self.replier.fail(
+            key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT, broadcast=broadcast
+        )
 
     async def _events_with_user_message(self, key: ThreadKey, row: InflightRecord) -> list[Event]:
         """The session's events, after storing the user's message if the crash beat it."""
@@ -204,8 +207,10 @@ class Resumer:
 
 
 def _user_metadata(row: InflightRecord) -> dict[str, Any]:
-    """The recovered user event's metadata: its Slack ts and who sent it."""
+    """The recovered user event's metadata: its Slack ts, where it is and who sent it."""
     metadata: dict[str, Any] = {SLACK_TS: row.message_ts}
+    if IncomingMessage.from_record(row.message).outside_thread:
+        metadata[OUTSIDE_THREAD] = True
     speaker = row.message.get("user")
     if isinstance(speaker, str) and speaker:
         metadata[SPEAKER_ID] = speaker

@@ -28,7 +28,7 @@ def test_manifest_declares_commands_shortcuts_and_socket_mode() -> None:
     manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
     commands = {c["command"] for c in manifest["features"]["slash_commands"]}
     shortcuts = {s["callback_id"] for s in manifest["features"]["shortcuts"]}
-    assert commands == {"/summary", "/handoff"}
+    assert commands == {"/summary", "/handoff", "/new"}
     assert shortcuts == {SUMMARY_SHORTCUT, HANDOFF_SHORTCUT}
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True

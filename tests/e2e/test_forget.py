@@ -1,18 +1,22 @@
 """End to end: deletion by speaker (issue 17 item 6). A second person writes in a
 thread someone else started; `forget --user` removes what they said from that session,
-whatever was derived from it, and the digest posted to the lead channel."""
+whatever was derived from it, and every page of the digest the digest job posted to the
+lead channel."""
 
 from __future__ import annotations
 
 import io
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from agents.models.scripted import ScriptedModel
+from agents.summary import SummaryService
 from bot.config import Settings
+from bot.digests.job import DigestJob
 from bot.ops.commands import forget
 from bot.ops.running import bot_running
 from storage.schema import digests, events
@@ -33,9 +37,35 @@ async def _stored_text(db: Any) -> str:
     return json.dumps([list(map(str, r)) for r in rows] + [str(r[0]) for r in kept])
 
 
-async def _two_speaker_thread(slack: FakeSlackApi, start_bot: StartBot) -> Any:
+def _long_record() -> dict[str, Any]:
+    """A valid digest record long enough to take two Slack messages (over 50 blocks of
+    3,000 characters): many distinct facts about U2's card message, which they cite."""
+    rng = random.Random(17)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "da"]
+    vocabulary = ["".join(rng.choice(syllables) for _ in range(3)) for _ in range(3000)]
+
+    def fact() -> str:
+        words = " ".join(rng.choice(vocabulary) for _ in range(380))
+        return f"{words} concerning the card"
+
+    facts = [{"text": fact(), "sources": ["e3"]} for _ in range(56)]
+    return {
+        "goal": "Refund the double charge on order 4411",
+        "facts": [
+            {"text": "Order 4411 was charged twice", "sources": ["e1"]},
+            {"text": "The second person shared u2@example.com", "sources": ["e3"]},
+            *facts,
+        ],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+
+
+async def _two_speaker_thread(slack: FakeSlackApi, start_bot: StartBot) -> tuple[Any, list[str]]:
     model = ScriptedModel(["Happy to help with the charge.", "Thanks, I have noted that."])
-    bot = await start_bot(support_tree(model), support_lead_channel="CLEAD")
+    summaries = SummaryService(ScriptedModel([json.dumps(_long_record())]))
+    bot = await start_bot(support_tree(model), summarizer=summaries, support_lead_channel="CLEAD")
     await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
     await bot.idle()
     # U2 follows up in U1's thread (an active thread takes follow-ups without a mention).
@@ -44,16 +74,15 @@ async def _two_speaker_thread(slack: FakeSlackApi, start_bot: StartBot) -> Any:
     db = bot.services.db
     record = await db.threads.get(ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT))
     assert record is not None and record.user_id == "U1"
-    posted = slack.next_ts()
-    slack.add_message("CLEAD", ts=posted, text=f"Digest: {SECRET}", user="UBOT")
-    await db.digests.add(
-        record={"goal": "refund", "facts": [{"text": SECRET, "sources": ["e3"]}]},
-        source_session_id=record.session_id,
-        thread=record.key,
-        user_id="U1",
-        slack_ts=posted,
-    )
-    return db, posted
+    job = DigestJob(
+        db=db, summarizer=summaries, client=bot.services.client,
+        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
+    )  # fmt: skip
+    [digest] = await job.run_once()
+    assert digest.outcome == "posted", digest.problems
+    pages = sorted(slack.messages["CLEAD"], key=float)
+    assert len(pages) == 2 and "u2@example.com" in json.dumps(slack.messages["CLEAD"])
+    return db, pages
 
 
 def _settings(tmp_path: Path, slack: FakeSlackApi) -> Settings:
@@ -69,7 +98,7 @@ def _settings(tmp_path: Path, slack: FakeSlackApi) -> Settings:
 async def test_forget_removes_a_speakers_messages_from_others_sessions_and_posted_digests(
     slack: FakeSlackApi, start_bot: StartBot, tmp_path: Path
 ) -> None:
-    db, posted = await _two_speaker_thread(slack, start_bot)
+    db, pages = await _two_speaker_thread(slack, start_bot)
     assert "u2@example.com" in await _stored_text(db)
     out = io.StringIO()
     assert await forget(_settings(tmp_path, slack), out, "U2") == 0
@@ -79,11 +108,14 @@ async def test_forget_removes_a_speakers_messages_from_others_sessions_and_poste
     # U1's own message and the bot's answer to it stay.
     assert "order 4411 was charged twice" in stored
     assert "Happy to help with the charge." in stored
-    [deleted] = slack.calls_to("chat.delete")
-    assert (deleted["channel"], deleted["ts"]) == ("CLEAD", posted)
+    # Both pages of the digest are gone from the lead channel.
+    deleted = [(c["channel"], c["ts"]) for c in slack.calls_to("chat.delete")]
+    assert sorted(deleted) == [("CLEAD", ts) for ts in pages]
+    assert slack.messages["CLEAD"] == {}
     report = out.getvalue()
-    assert "spoken_events  2" in report
-    assert "digests" in report and "Deleted 1 posted digests from Slack" in report
+    counts = dict(line.split() for line in report.splitlines()[1:-1])
+    assert counts["spoken_events"] == "2" and counts["digest_messages"] == "2"
+    assert "Deleted 2 posted digest messages from Slack" in report
 
 
 async def test_forget_refuses_to_race_a_running_bot_on_sqlite(

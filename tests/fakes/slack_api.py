@@ -8,8 +8,10 @@ Usage::
         await slack.wait_for("chat.update", count=1)
         assert slack.calls_to("chat.update")[0]["text"] == ...
 
-What it serves: `auth.test`, `chat.postMessage`, `chat.update`, `chat.postEphemeral`,
-`chat.delete`, `chat.getPermalink`, `conversations.replies`, `conversations.members`,
+What it serves: `auth.test`, `chat.postMessage` (keeping `metadata`, and marking a
+`reply_broadcast` as Slack does), `chat.update`, `chat.postEphemeral`, `chat.delete`,
+`chat.getPermalink`, `conversations.replies` and `conversations.history` (metadata only
+with `include_all_metadata`; history holds no thread replies), `conversations.members`,
 `conversations.info`, `users.info`, `views.open`, `views.publish`,
 `apps.connections.open` (answers `socket_url`), the streaming methods
 (`tests.fakes.slack_streams`), and `POST /response/<id>` for
@@ -30,7 +32,6 @@ answers that HTTP status). Failed attempts are recorded in `attempts`, not `call
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import time
 from collections.abc import Callable
@@ -91,7 +92,8 @@ class FakeSlackApi:
         self._faults: dict[str, _Fault] = {}
         # An error code chat.startStream answers with (see tests.fakes.slack_streams).
         self.stream_refusal: str | None = None
-        self._ts = itertools.count(1)
+        self._before_answer: dict[str, Callable[[Call], None]] = {}
+        self._last_ts = 0.0
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -133,13 +135,23 @@ class FakeSlackApi:
         """Make the next `times` calls to `method` fail with `status`."""
         self._faults[method] = _Fault(status=status, remaining=times, retry_after=retry_after)
 
+    def before_answer(self, method: str, hook: Callable[[Call], None] | None) -> None:
+        """Run `hook` once Slack has done a `method` call but before the caller hears
+        back (to kill the caller in between, say); None removes it."""
+        if hook is None:
+            self._before_answer.pop(method, None)
+        else:
+            self._before_answer[method] = hook
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         """Arguments of every successful call to `method`, in arrival order."""
         return [c.args for c in self.calls if c.method == method]
 
     def next_ts(self) -> str:
-        """A fresh, increasing Slack timestamp."""
-        return f"{1_700_000_000 + next(self._ts)}.000100"
+        """A fresh, increasing Slack timestamp: like Slack's, the Unix time of the post
+        (to the microsecond), so that reading history `oldest` a time works."""
+        self._last_ts = max(time.time(), self._last_ts + 0.000001)
+        return f"{self._last_ts:.6f}"
 
     def add_message(
         self, channel: str, *, ts: str, text: str, user: str, thread_ts: str | None = None
@@ -212,7 +224,11 @@ class FakeSlackApi:
         if refused is not None:
             return self._refuse(Call(method, args), *refused)
         result = self._answer(method, args)
-        await self._record(Call(method, args))
+        call = Call(method, args)
+        await self._record(call)
+        hook = self._before_answer.get(method)
+        if hook is not None:
+            hook(call)
         return web.json_response(result)
 
     async def _handle_response_url(self, request: web.Request) -> web.Response:
@@ -252,10 +268,13 @@ class FakeSlackApi:
             "user": self.bot_user_id,
             "username": args.get("username"),
         }
-        if args.get("metadata") is not None:
+        if isinstance(args.get("metadata"), dict):
             msg["metadata"] = args["metadata"]
         if args.get("thread_ts"):
             msg["thread_ts"] = args["thread_ts"]
+            if _true(args.get("reply_broadcast")):
+                # Also shown in the channel (or DM), as Slack marks it.
+                msg["subtype"] = "thread_broadcast"
         self.messages.setdefault(channel, {})[ts] = msg
         return {"ok": True, "channel": channel, "ts": ts, "message": msg}
 
@@ -303,9 +322,39 @@ class FakeSlackApi:
         msgs = self.thread(args.get("channel", ""), args.get("ts", ""))
         if not msgs:
             return {"ok": False, "error": "thread_not_found"}
-        if str(args.get("include_all_metadata", "")).lower() not in ("1", "true"):
-            msgs = [{k: v for k, v in m.items() if k != "metadata"} for m in msgs]
-        return {"ok": True, "messages": msgs, "has_more": False}
+        return {"ok": True, "messages": _shown(msgs, args), "has_more": False}
+
+    def _history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The channel's messages, newest first: top-level ones and thread broadcasts
+        (not thread replies), between `oldest` and `latest`, a page at a time."""
+        channel = str(args.get("channel", ""))
+        if channel not in self.messages and channel not in self.members:
+            return {"ok": False, "error": "channel_not_found"}
+        inclusive = _true(args.get("inclusive"))
+        oldest, latest = float(args.get("oldest") or 0), float(args.get("latest") or 1e12)
+
+        def within(ts: float) -> bool:
+            if inclusive:
+                return oldest <= ts <= latest
+            return oldest < ts < latest
+
+        msgs = [
+            m
+            for ts, m in self.messages.get(channel, {}).items()
+            if within(float(ts))
+            and (m.get("thread_ts") in (None, ts) or m.get("subtype") == "thread_broadcast")
+        ]
+        msgs.sort(key=lambda m: float(m["ts"]), reverse=True)
+        start = int(args.get("cursor") or 0)
+        limit = int(args.get("limit") or 100)
+        page = msgs[start : start + limit]
+        more = start + limit < len(msgs)
+        return {
+            "ok": True,
+            "messages": _shown(page, args),
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _members(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = args.get("channel", "")
@@ -335,6 +384,18 @@ class FakeSlackApi:
         return {"ok": True, "url": self.socket_url}
 
 
+def _true(value: Any) -> bool:
+    """A boolean argument as Slack reads it (JSON true, or "true"/"1" in a form or query)."""
+    return value is True or value in ("true", "1")
+
+
+def _shown(messages: list[dict[str, Any]], args: dict[str, Any]) -> list[dict[str, Any]]:
+    """Messages as a read method returns them: metadata only with `include_all_metadata`."""
+    if _true(args.get("include_all_metadata")):
+        return [dict(m) for m in messages]
+    return [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
+
+
 _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] = {
     "auth.test": FakeSlackApi._auth_test,
     "chat.postMessage": FakeSlackApi._post,
@@ -342,6 +403,7 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "chat.postEphemeral": lambda self, a: {"ok": True, "message_ts": self.next_ts()},
     "chat.getPermalink": FakeSlackApi._permalink,
     "conversations.replies": FakeSlackApi._replies,
+    "conversations.history": FakeSlackApi._history,
     "conversations.members": FakeSlackApi._members,
     "conversations.info": FakeSlackApi._info,
     "users.info": FakeSlackApi._user,

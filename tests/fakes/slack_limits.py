@@ -89,6 +89,18 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
             "include_all_metadata",
         }
     ),
+    "conversations.history": frozenset(
+        {
+            "token",
+            "channel",
+            "latest",
+            "oldest",
+            "inclusive",
+            "limit",
+            "cursor",
+            "include_all_metadata",
+        }
+    ),
     "conversations.info": frozenset({"token", "channel", "include_locale", "include_num_members"}),
     "users.info": frozenset({"token", "include_locale", "user"}),
     "chat.startStream": frozenset(

@@ -83,20 +83,21 @@ async def test_crash_sigkill_with_invocations_in_flight_loses_nothing(
     try:
         roots = []
         for i in range(ROOTS):
-            ts = slack.next_ts()
-            slack.add_message("D1", ts=ts, text=f"question {i}", user="U1")
-            event = dm(f"question {i}", ts=ts)
+            # One DM each: top-level messages in one DM would be one conversation.
+            ts, channel, user = slack.next_ts(), f"D{i}", f"U{i}"
+            slack.add_message(channel, ts=ts, text=f"question {i}", user=user)
+            event = dm(f"question {i}", ts=ts, channel=channel, user=user)
             assert await sender.event(event, event_id=f"EvR{i}") == 200
             roots.append(ts)
-            threads[("D1", ts)] = 1
+            threads[(channel, ts)] = 1
             sent.append(ts)
         for i in range(FOLLOW_UPS):
-            root = roots[i * 5]
+            root, channel, user = roots[i * 5], f"D{i * 5}", f"U{i * 5}"
             ts = slack.next_ts()
-            slack.add_message("D1", ts=ts, text=f"follow-up {i}", user="U1", thread_ts=root)
-            event = dm(f"follow-up {i}", ts=ts, thread_ts=root)
+            slack.add_message(channel, ts=ts, text=f"follow-up {i}", user=user, thread_ts=root)
+            event = dm(f"follow-up {i}", ts=ts, thread_ts=root, channel=channel, user=user)
             assert await sender.event(event, event_id=f"EvF{i}") == 200
-            threads[("D1", root)] += 1
+            threads[(channel, root)] += 1
             sent.append(ts)
         # Every root invocation has reached the model; the fast tenth have answered.
         await wait_until(lambda: len(openai.requests) >= ROOTS, within=40, what="model calls")

@@ -27,7 +27,8 @@ def plan(rng: random.Random, slack: FakeSlackApi) -> list[dict[str, Any]]:
             event = channel_message(f"q{i}", ts=ts, mention=True, kind="app_mention")
             twin = channel_message(f"q{i}", ts=ts, mention=True)
         else:
-            event, twin = dm(f"q{i}", ts=ts), None
+            # One DM each: top-level messages in one DM would be one conversation.
+            event, twin = dm(f"q{i}", ts=ts, channel=f"D{i}", user=f"U{i}"), None
         copies = rng.randint(1, 4)
         events.append(
             {

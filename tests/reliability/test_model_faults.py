@@ -116,7 +116,11 @@ async def test_model_faults_30_percent_failures_end_every_thread_cleanly(
     )
     roots = [slack.next_ts() for _ in range(THREADS)]
     try:
-        sends = [bot.send_event(dm(f"q{i}", ts=ts)) for i, ts in enumerate(roots)]
+        # One DM each: top-level messages in one DM would be one conversation.
+        sends = [
+            bot.send_event(dm(f"q{i}", ts=ts, channel=f"D{i}", user=f"U{i}"))
+            for i, ts in enumerate(roots)
+        ]
         assert {r.status for r in await asyncio.gather(*sends)} == {200}
         await bot.idle(60)
     finally:
@@ -125,7 +129,7 @@ async def test_model_faults_30_percent_failures_end_every_thread_cleanly(
 
     outcomes = []
     for i, root in enumerate(roots):
-        mine = bot_messages(slack, "D1", root)
+        mine = bot_messages(slack, f"D{i}", root)
         assert len(mine) == 1, mine
         texts = [shown(mine[0])]
         replied = texts[0] == f"Answer to: q{i}" and "billing_agent" in context_text(mine[0])

@@ -71,9 +71,12 @@ async def test_restart_within_seconds_answers_every_accepted_message(
     try:
         for i in range(20):
             ts = slack.next_ts()
-            slack.add_message("D1", ts=ts, text=f"question {i}", user="U1")
-            assert await sender.event(dm(f"question {i}", ts=ts), event_id=f"Ev{i}") == 200
-            threads[("D1", ts)] = 1
+            # One DM each: top-level messages in one DM would be one conversation.
+            channel, user = f"D{i}", f"U{i}"
+            slack.add_message(channel, ts=ts, text=f"question {i}", user=user)
+            event = dm(f"question {i}", ts=ts, channel=channel, user=user)
+            assert await sender.event(event, event_id=f"Ev{i}") == 200
+            threads[(channel, ts)] = 1
         await wait_until(lambda: len(openai.requests) >= 20, within=30, what="model calls")
         first.kill()
         slow["*"] = 0.0

@@ -22,7 +22,11 @@ async def run_with_faults(slack: FakeSlackApi, tmp_path: Path, faults: object) -
     try:
         assert callable(faults)
         clear = faults()
-        sends = [bot.send_event(dm(f"q{i}", ts=ts)) for i, ts in enumerate(roots)]
+        # One DM each: top-level messages in one DM would be one conversation.
+        sends = [
+            bot.send_event(dm(f"q{i}", ts=ts, channel=f"D{i}", user=f"U{i}"))
+            for i, ts in enumerate(roots)
+        ]
         assert {r.status for r in await asyncio.gather(*sends)} == {200}
         if clear is not None:
             await clear
@@ -36,7 +40,7 @@ async def run_with_faults(slack: FakeSlackApi, tmp_path: Path, faults: object) -
 
 def assert_one_reply_each(slack: FakeSlackApi, roots: list[str]) -> None:
     for i, root in enumerate(roots):
-        mine = bot_messages(slack, "D1", root)
+        mine = bot_messages(slack, f"D{i}", root)
         assert [shown(m) for m in mine] == [f"Answer to: q{i}"], mine
         assert all(finished(m) for m in mine)
         assert "support_supervisor" in context_text(mine[0])

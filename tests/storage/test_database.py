@@ -58,7 +58,12 @@ async def _populate(db: Database, user: str, tag: str) -> None:
         stored.append(event)
     key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=f"{tag}.1")
     await db.threads.create(key, session_id=session.id, app_name="app", user_id=user, now=1.0)
-    await db.digests.add(record={"goal": f"help {user}"}, source_session_id=session.id, thread=key)
+    posted = await db.digests.add(
+        record={"goal": f"help {user}"}, source_session_id=session.id, thread=key
+    )
+    # Posted as two Slack messages.
+    for page in (1, 2):
+        assert await db.digests.set_posted(posted, f"{tag}.{page + 10}", page=page)
     await db.digests.add(record={"goal": "x"}, source_session_id="elsewhere", user_id=user)
     await db.inflight.accept(
         InflightKey(team_id="T1", channel_id="C1", message_ts=f"{tag}.2"),
@@ -95,13 +100,16 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
     await _populate(db, KEEP, "kept")
     before = await _rows_naming(db, KEEP)
 
-    counts = (await db.forget_user(USER)).counts
+    report = await db.forget_user(USER)
+    counts = report.counts
 
+    assert sorted(report.posted_digests) == ["gone.11", "gone.12"]
     assert counts == {
         "spoken_events": 0,
         "compactions": 0,
         "events": 2,
         "summary_runs": 1,
+        "digest_messages": 2,
         "digests": 2,
         "windows": 1,
         "memory": 1,

@@ -1,0 +1,39 @@
+"""Which conversation a direct message belongs to.
+
+The rule (`storage.dm_conversations` keeps the state):
+
+- a DM message in a Slack thread belongs to that thread, and keeps the DM's current
+  conversation going when the thread is that conversation;
+- a top-level DM message continues the DM's current conversation: same thread, same
+  session, one digest. The bot answers in the conversation's thread and also shows the
+  answer at the bottom of the DM (`reply_broadcast`), where the user is looking;
+- it starts a new conversation, rooted at itself, when the current one has had no
+  message for `DM_CONVERSATION_IDLE_MINUTES`, or after the user's `/new`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from bot.slack.messages import IncomingMessage
+from storage.database import Database
+
+NEW_STARTED = "Done: your next message here starts a new conversation."
+NEW_ONLY_IN_DM = (
+    "`/new` works in a direct message with me. In a channel, start a new thread instead."
+)
+
+
+async def place(db: Database, msg: IncomingMessage, *, idle_minutes: float) -> IncomingMessage:
+    """`msg`, placed in its DM conversation (unchanged outside DMs and in threads)."""
+    if not msg.is_dm:
+        return msg
+    now = time.time()
+    if msg.thread_ts is not None:
+        await db.dm_conversations.touch(msg.team_id, msg.channel, msg.thread_ts, now=now)
+        return msg
+    root = await db.dm_conversations.place(
+        msg.team_id, msg.channel, msg.ts, now=now, idle_after=idle_minutes * 60
+    )
+    return dataclasses.replace(msg, conversation_ts=root)

@@ -1,0 +1,46 @@
+"""Which conversation a DM's top-level message joins, on each SQL backend: the current one
+while it is active, a new one after the idle limit or `end`; concurrent first messages
+(several processes) agree on one conversation."""
+
+from __future__ import annotations
+
+import asyncio
+
+from storage import Database
+
+IDLE = 60.0
+
+
+async def test_top_level_messages_continue_until_idle_or_ended(db: Database) -> None:
+    place = db.dm_conversations.place
+    assert await place("T1", "D1", "100.1", now=1000.0, idle_after=IDLE) == "100.1"
+    assert await place("T1", "D1", "150.1", now=1050.0, idle_after=IDLE) == "100.1"
+    # A reply in the conversation's thread keeps it active; one elsewhere does not.
+    await db.dm_conversations.touch("T1", "D1", "100.1", now=1100.0)
+    await db.dm_conversations.touch("T1", "D1", "999.1", now=1200.0)
+    assert await place("T1", "D1", "200.1", now=1150.0, idle_after=IDLE) == "100.1"
+    # Quiet for longer than the limit: a new conversation, rooted at the new message.
+    assert await place("T1", "D1", "300.1", now=1300.0, idle_after=IDLE) == "300.1"
+    assert await place("T1", "D2", "301.1", now=1300.0, idle_after=IDLE) == "301.1"
+    assert await db.dm_conversations.end("T1", "D1")
+    assert not await db.dm_conversations.end("T1", "D1")
+    assert await place("T1", "D1", "310.1", now=1310.0, idle_after=IDLE) == "310.1"
+    assert await place("T1", "D2", "311.1", now=1310.0, idle_after=IDLE) == "301.1"
+
+
+async def test_concurrent_first_messages_from_two_processes_join_one_conversation(
+    db_url: str,
+) -> None:
+    first, second = await Database.open(db_url), await Database.open(db_url)
+    try:
+        roots = await asyncio.gather(
+            *(
+                peer.dm_conversations.place("T1", "D1", f"{n}.1", now=1000.0, idle_after=IDLE)
+                for n in range(10)
+                for peer in (first, second)
+            )
+        )
+    finally:
+        await first.close()
+        await second.close()
+    assert len(set(roots)) == 1
