@@ -234,12 +234,14 @@ def find_agent_to_run(session: Session, root: BaseAgent) -> BaseAgent:
         if agent is None and event.actions.transfer_to_agent:
             # A hand-off record, authored by no agent, names the agent it hands to.
             agent = root.find_agent(event.actions.transfer_to_agent)
-        if agent is not None and _resumable(agent):
+        if agent is not None and resumable(agent):
             return agent
     return root
 
 
-def _resumable(agent: BaseAgent) -> bool:
+def resumable(agent: BaseAgent) -> bool:
+    """True when `agent` keeps the conversation after its turn (`find_agent_to_run`'s
+    rule): it and every agent above it are LLM agents that allow transfer to their parent."""
     node: BaseAgent | None = agent
     while node is not None:
         if not isinstance(node, LlmAgent) or node.disallow_transfer_to_parent:

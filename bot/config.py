@@ -103,6 +103,13 @@ class Settings(BaseSettings):
         description="Model-bound work at once: replies, commands, shortcuts, digests "
         "(replies are served first when work waits).",
     )
+    hold_starts_over_loop_lag_ms: float = Field(
+        default=50,
+        gt=0,
+        description="While the event loop runs a 50 ms timer later than this, accepted "
+        "messages and other work wait (durably) before starting, so Slack's acks keep "
+        "their CPU under overload; the oldest still starts on every timer tick.",
+    )
     user_rate_per_minute: float = Field(
         default=30,
         gt=0,

@@ -47,6 +47,7 @@ from bot.digests.job import DigestJob
 from bot.digests.posting import DigestPoster
 from bot.slack.message_ts import SlackTsPlugin
 from bot.threads.admission import LimitedHook, Priority, PriorityLimit
+from bot.threads.loop_lag import LoopLagGate
 from bot.threads.speaker import SpeakerPlugin
 from bot.threads.summaries import Summarizer
 from storage.database import Database
@@ -183,10 +184,17 @@ async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> As
         await server.stop()
 
 
-def work_limit(settings: Settings) -> PriorityLimit:
+def loop_lag_gate(settings: Settings) -> LoopLagGate:
+    """Holds work starts while the event loop lags (`HOLD_STARTS_OVER_LOOP_LAG_MS`)."""
+    return LoopLagGate(threshold=settings.hold_starts_over_loop_lag_ms / 1000)
+
+
+def work_limit(settings: Settings, gate: LoopLagGate | None = None) -> PriorityLimit:
     """The process's one slot count (`MAX_CONCURRENT_INVOCATIONS`), shared by replies,
-    commands, digests and window summaries."""
-    return PriorityLimit(settings.max_concurrent_invocations)
+    commands, digests and window summaries, behind `gate` when given."""
+    return PriorityLimit(
+        settings.max_concurrent_invocations, gate=None if gate is None else gate.admit
+    )
 
 
 def build_runner(

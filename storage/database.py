@@ -22,6 +22,7 @@ from storage.errors import (
     DatabaseSchemaError,
     DatabaseUnavailableError,
 )
+from storage.feedback import FeedbackStore
 from storage.forget import ForgetReport, forget_user
 from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
@@ -53,6 +54,7 @@ class Database:
         self.owners = OwnerStore(self.gate)
         self.thread_locks = ThreadLocks(self.gate)
         self.dm_conversations = DmConversationStore(self.gate)
+        self.feedback = FeedbackStore(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:

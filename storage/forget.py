@@ -5,7 +5,8 @@ user event carries its sender's id under `SPEAKER_ID` in `custom_metadata` (the 
 `SpeakerPlugin` sets it). Forgetting a user therefore deletes
 
 - everything they own: their sessions (with every event), threads, user state, memory,
-  digests and summary runs, and their unanswered in-flight messages;
+  digests and summary runs, their unanswered in-flight messages, and their feedback
+  clicks (with everyone's clicks on their sessions' replies);
 - every turn they spoke in someone else's session: their message and the events of the
   same invocation (the reply to it, tool calls and results that may repeat it);
 - in each session touched this way, whatever was derived from the whole session and so
@@ -29,6 +30,7 @@ from storage.schema import (
     digest_messages,
     digests,
     events,
+    feedback,
     inflight,
     memory,
     sessions,
@@ -133,6 +135,10 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
         ),
         "threads": sa.delete(threads).where(
             sa.or_(threads.c.user_id == user_id, threads.c.session_id.in_(owned_ids))
+        ),
+        # Their clicks, and every click on a reply in a session deleted with them.
+        "feedback": sa.delete(feedback).where(
+            sa.or_(feedback.c.user_id == user_id, feedback.c.session_id.in_(owned_ids))
         ),
         "user_state": sa.delete(user_state).where(user_state.c.user_id == user_id),
         # Messages accepted but not yet answered carry the sender in their payload.

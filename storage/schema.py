@@ -255,3 +255,22 @@ summary_windows = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.UniqueConstraint("session_id", "start_seq"),
 )
+
+# One row per (reply, person): the last feedback button they clicked on an AI reply.
+# `event_id` is the reply's event in `session_id`; `agent` is the event's author, kept
+# here so counts per agent need no event scan. A redelivered click finds its row.
+feedback = sa.Table(
+    "feedback",
+    metadata,
+    sa.Column("session_id", sa.String(128), primary_key=True),
+    sa.Column("event_id", sa.String(32), primary_key=True),
+    sa.Column("user_id", sa.String(128), primary_key=True),
+    sa.Column("agent", sa.String(128), nullable=False),
+    sa.Column("value", sa.String(16), nullable=False),
+    sa.Column("team_id", sa.String(32), nullable=False),
+    sa.Column("channel_id", sa.String(32), nullable=False),
+    sa.Column("thread_ts", sa.String(32), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Index(None, "user_id"),
+)

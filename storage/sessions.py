@@ -205,9 +205,9 @@ class SqlSessionService:
                 raise
             return session
 
-    async def ensure_exists(self, thread: ThreadRecord, *, probably_new: bool = False) -> None:
+    async def ensure_exists(self, thread: ThreadRecord) -> None:
         """Create the session `thread` maps to, empty, when it is missing, without loading
-        it; `probably_new` (a thread mapped just now) skips the read that checks first."""
+        it."""
         key = _key_params(thread.app_name, thread.user_id, thread.session_id)
 
         async def exists(conn: AsyncConnection) -> bool:
@@ -227,7 +227,7 @@ class SqlSessionService:
                 },
             )
 
-        if probably_new or not await self._gate.read(exists):
+        if not await self._gate.read(exists):
             await self._gate.write(create)
 
     async def append_event(self, session: Session, event: Event) -> Event:

@@ -3,8 +3,8 @@
 `/metrics` counts in one process since it started; the database holds the same facts
 for every process and all time: each invocation starts with a stored user event, each
 model answer's event carries its usage and cost, transfers and compactions are events,
-summary runs and digests have their own rows, flagged threads are marked in the thread
-map.
+summary runs, digests and feedback clicks have their own rows, flagged threads are
+marked in the thread map.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
-from storage.schema import digests, events, sessions, threads
+from storage.schema import digests, events, feedback, sessions, threads
 from storage.summary_runs import SummaryRunStore
 
 
@@ -47,6 +47,8 @@ class Stats:
     digests_posted: int = 0
     threads: dict[str, int] = field(default_factory=dict)
     threads_flagged: int = 0
+    # Feedback clicks on replies per (agent, value), one per person and reply.
+    feedback: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class StatsStore:
@@ -82,6 +84,10 @@ class StatsStore:
             )
             by_status = sa.select(threads.c.status, sa.func.count()).group_by(threads.c.status)
             stats.threads = {status: int(n) for status, n in await conn.execute(by_status)}
+            clicks = sa.select(feedback.c.agent, feedback.c.value, sa.func.count()).group_by(
+                feedback.c.agent, feedback.c.value
+            )
+            stats.feedback = {(a, v): int(n) for a, v, n in await conn.execute(clicks)}
             interesting = sa.select(events.c.data).where(
                 events.c.author != "user",
                 sa.or_(

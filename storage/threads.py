@@ -9,6 +9,7 @@ the session row's event counter, so it never reads event rows.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -134,6 +135,12 @@ def _records(result: Any) -> list[ThreadRecord]:
     return _RECORDS.validate_python([dict(zip(keys, row, strict=True)) for row in result])
 
 
+async def get_in(conn: AsyncConnection, key: ThreadKey) -> ThreadRecord | None:
+    """`ThreadStore.get` inside a caller's transaction."""
+    found = await _SELECT.mappings(conn, _key_params(key))
+    return ThreadRecord.model_validate(found[0]) if found else None
+
+
 async def touch_in(
     conn: AsyncConnection, key: ThreadKey, *, now: float, owner_agent: str | None = None
 ) -> bool:
@@ -150,13 +157,10 @@ class ThreadStore:
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
         self._insert = Prepared(gate.insert(threads).on_conflict_do_nothing())
+        self._insert_session = Prepared(gate.insert(sessions).on_conflict_do_nothing())
 
     async def get(self, key: ThreadKey) -> ThreadRecord | None:
-        async def tx(conn: AsyncConnection) -> ThreadRecord | None:
-            found = await _SELECT.mappings(conn, _key_params(key))
-            return ThreadRecord.model_validate(found[0]) if found else None
-
-        return await self._gate.read(tx)
+        return await self._gate.read(partial(get_in, key=key))
 
     async def get_by_session(self, session_id: str) -> ThreadRecord | None:
         """The thread that currently maps to `session_id`, if any."""
@@ -177,12 +181,15 @@ class ThreadStore:
         user_id: str,
         owner_agent: str | None = None,
         source_session_id: str | None = None,
+        empty_session: bool = False,
         now: float,
     ) -> ThreadRecord:
-        """Map a new thread; if another writer mapped it first, return that row."""
+        """Map a new thread; if another writer mapped it first, return that row.
+        `empty_session` also creates the new thread's session, empty, in the same
+        transaction (a new conversation's first write is then one transaction, not two)."""
 
         async def tx(conn: AsyncConnection) -> ThreadRecord:
-            await self._insert.rowcount(
+            inserted = await self._insert.rowcount(
                 conn,
                 {
                     "team_id": key.team_id,
@@ -197,6 +204,18 @@ class ThreadStore:
                     "created_at": now,
                 },
             )
+            if inserted and empty_session:
+                await self._insert_session.rowcount(
+                    conn,
+                    {
+                        "app_name": app_name,
+                        "user_id": user_id,
+                        "session_id": session_id,
+                        "state": {},
+                        "created_at": now,
+                        "updated_at": now,
+                    },
+                )
             (found,) = await _SELECT.mappings(conn, _key_params(key))
             return ThreadRecord.model_validate(found)
 

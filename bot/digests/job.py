@@ -270,6 +270,7 @@ class DigestJob:
                 previous_link=self._lead_link(links, previous.slack_ts if previous else None),
                 gaps=result.gaps,
                 windows=result.windows,
+                feedback=await self.db.feedback.for_session(session.id),
             )
             new = StoredDigest(digest_id, session.id, created_at)
             posted = await self._post_digest(thread, new, text, blocks, resume=False)
@@ -305,6 +306,7 @@ class DigestJob:
                 attempts=stored.attempts,
                 gaps=gaps,
                 windows=windows,
+                feedback=await self.db.feedback.for_session(stored.source_session_id),
             )
             # A process may have died after posting (some of) it: resume, never repeat.
             digest = StoredDigest(stored.id, stored.source_session_id, stored.created_at)

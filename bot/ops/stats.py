@@ -36,6 +36,7 @@ def stats_rows(stats: Stats) -> list[Row]:
         )
     for (source, target), count in sorted(stats.transfers.items()):
         rows.append((f"transfers {source} → {target}", str(count)))
+    rows += _feedback_rows(stats.feedback)
     count = int(summaries.get("count", 0))
     rows += [
         ("compactions written", str(stats.compactions)),
@@ -52,6 +53,19 @@ def stats_rows(stats: Stats) -> list[Row]:
         ("threads flagged for a person", str(stats.threads_flagged)),
     ]
     return rows
+
+
+def _feedback_rows(clicks: Mapping[tuple[str, str], int]) -> list[Row]:
+    """One row per agent: how many of its replies people marked helpful or unhelpful."""
+    agents = sorted({agent for agent, _ in clicks})
+    return [
+        (
+            f"feedback [{agent}]",
+            f"{clicks.get((agent, 'positive'), 0)} helpful, "
+            f"{clicks.get((agent, 'negative'), 0)} unhelpful",
+        )
+        for agent in agents
+    ]
 
 
 def _rate(summaries: Mapping[str, Any], key: str, count: int) -> str:

@@ -21,9 +21,10 @@ from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
 from bot.slack.services import BotServices
 from bot.threads.admission import PriorityLimit
+from bot.threads.loop_lag import LoopLagGate
 from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
-from bot.wiring import build_runner, build_summarizer, process_owner, work_limit
+from bot.wiring import build_runner, build_summarizer, loop_lag_gate, process_owner, work_limit
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -68,13 +69,16 @@ async def create_services(
     summarizer: Summarizer | None = None,
     retry_backoff: float = 0.5,
     limit: PriorityLimit | None = None,
+    gate: LoopLagGate | None = None,
 ) -> tuple[BotServices, SlackClient]:
     """Open storage and build the runner and summariser from settings, unless given.
-    `limit` is the shared slot count a given runner's window hooks were built under."""
+    `limit` is the shared slot count a given runner's window hooks were built under,
+    with its loop-lag `gate` (`bot.wiring.work_limit`)."""
     slack = SlackClient(settings, retry_backoff=retry_backoff)
     if db is None:
         db = await Database.open(settings.database_url)
-    limit = work_limit(settings) if limit is None else limit
+    gate = loop_lag_gate(settings) if gate is None else gate
+    limit = work_limit(settings, gate) if limit is None else limit
     services = BotServices(
         settings=settings,
         client=slack.web,
@@ -83,6 +87,7 @@ async def create_services(
         worker=ThreadWorker(
             max_concurrent=settings.max_concurrent_invocations,
             max_queue=settings.max_thread_queue,
+            gate=gate,
             limit=limit,
         ),
         summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,

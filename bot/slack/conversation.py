@@ -24,6 +24,8 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
+from bot.slack.assistant.panel import Panel
+from bot.slack.assistant.status import TurnStatus
 from bot.slack.message_ts import turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import (
@@ -32,6 +34,7 @@ from bot.slack.render.blocks import (
     INTERRUPTED_TEXT,
     THINKING_TEXT,
     continuation_blocks,
+    feedback_block,
     notice_blocks,
     reply_blocks,
     thinking_blocks,
@@ -82,6 +85,7 @@ class SlackReplier:
 
     def __init__(self, services: BotServices) -> None:
         self.s = services
+        self.panel = Panel(services)
 
     async def accept(self, msg: IncomingMessage) -> bool:
         """Durably take the message on (before the ack): False for a duplicate delivery."""
@@ -107,29 +111,36 @@ class SlackReplier:
         """
         key, tracked = thread_key(msg), inflight_key(msg)
         try:
-            await self._after_earlier(tracked, msg.root_ts)
-            async with self.s.db.thread_locks.hold(key):
-                await self._decide(key, msg)
+            deadline = time.monotonic() + self.s.settings.thread_order_wait_seconds
+            # The earlier message is another process's: nothing here can signal it, so poll.
+            while not await self._decide_in_order(key, msg, deadline):  # noqa: ASYNC110
+                await asyncio.sleep(_ORDER_POLL_S)
         except Exception:
             log.exception("message handling failed", extra=_thread(key))
             await self.fail(
                 key, tracked, None, "bot_error", FAILURE_TEXT, broadcast=msg.top_level_dm
             )
 
-    async def _after_earlier(self, tracked: InflightKey, thread_ts: str) -> None:
-        """Wait (bounded) while another process still has an earlier message of the
-        thread unanswered."""
-        deadline = time.monotonic() + self.s.settings.thread_order_wait_seconds
-        inflight, owner = self.s.db.inflight, self.s.owner
-        while await inflight.earlier_in_thread(tracked, thread_ts, owner=owner):
-            if time.monotonic() >= deadline:
-                log.warning("answering ahead of an earlier unanswered message")
-                return
-            await asyncio.sleep(_ORDER_POLL_S)
-
-    async def _decide(self, key: ThreadKey, msg: IncomingMessage) -> None:
+    async def _decide_in_order(self, key: ThreadKey, msg: IncomingMessage, deadline: float) -> bool:
+        """Under the thread's lock, read the thread together with whether another process
+        still has an earlier message of it unanswered (one read); False (lock given
+        back) to wait for that message, until `deadline`."""
         db = self.s.db
-        record = await db.threads.get(key)
+        async with db.thread_locks.hold(key):
+            earlier, record = await db.inflight.earlier_and_thread(
+                inflight_key(msg), key, owner=self.s.owner
+            )
+            if earlier:
+                if time.monotonic() < deadline:
+                    return False
+                log.warning("answering ahead of an earlier unanswered message")
+            await self._decide(key, msg, record)
+        return True
+
+    async def _decide(
+        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord | None
+    ) -> None:
+        db = self.s.db
         if not self._should_answer(msg, record):
             await db.inflight.finish(inflight_key(msg), owner=self.s.owner)
             return
@@ -142,7 +153,11 @@ class SlackReplier:
             app_name=self.s.settings.app_name,
             user_id=msg.user,
         )
-        await self._answer(key, msg, record)
+        status = self.panel.status_for(msg, record)
+        try:
+            await self._answer(key, msg, record, status)
+        finally:
+            await status.close()
 
     async def refuse_busy(self, msg: IncomingMessage) -> None:
         """Say "busy, try again shortly" in the message's thread and let it go (over the
@@ -170,7 +185,9 @@ class SlackReplier:
             return True
         return record is not None and record.status == "active"
 
-    async def _answer(self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord) -> None:
+    async def _answer(
+        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord, status: TurnStatus
+    ) -> None:
         placeholder_ts: str | None = None
         stream: SlackStream | None = None
         tracked = inflight_key(msg)
@@ -185,7 +202,7 @@ class SlackReplier:
             log.warning("message taken over by a peer", extra=_thread(key))
             return
         try:
-            stream = None if broadcast else await self._open_stream(key, msg, record)
+            stream = await self._open_stream(key, msg, record)
             if stream is not None:
                 placeholder_ts = stream.ts
                 await self.s.db.inflight.set_stream(tracked, stream.ts, owner=owner)
@@ -193,6 +210,7 @@ class SlackReplier:
                 placeholder_ts = await self._post_placeholder(key, record, broadcast)
                 if placeholder_ts is not None:
                     await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
+            status.start()
             outcome = await run_turn(
                 self.s.runner,
                 user_id=record.user_id,
@@ -202,6 +220,7 @@ class SlackReplier:
                 metadata=turn_metadata(msg.ts, placeholder_ts, outside_thread=msg.outside_thread),
                 speaker=msg.user,
                 listener=stream.observe if stream is not None else None,
+                on_event=status.observe,
             )
         except asyncio.CancelledError:
             interrupted = self._interrupted(key, tracked, placeholder_ts, record, stream, broadcast)
@@ -227,9 +246,9 @@ class SlackReplier:
         self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord
     ) -> SlackStream | None:
         """The reply's stream (`bot.slack.streaming`), unless `STREAMING=off` or Slack
-        will not stream here: then None, and a placeholder is posted instead. A top-level DM
-        is never streamed: its answer goes in the conversation's thread and must also show
-        at the bottom of the DM (`reply_broadcast`), which `chat.startStream` cannot do."""
+        will not stream here: then None, and a placeholder is posted instead. A top-level DM's
+        stream runs in its conversation's thread, as Slack's streams are always thread
+        replies; only the placeholder flow can also show the answer at the bottom of the DM."""
         settings = self.s.settings
         if settings.streaming == "off":
             return None
@@ -381,7 +400,10 @@ class SlackReplier:
         fallback = f"{agent}: {chunks[0]}"
         if transfers:
             fallback += f" ({transfer_line(transfers)})"
+        # The feedback buttons close the reply: under its last message.
+        feedback = [feedback_block(outcome.reply.id)]
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
+        first += feedback if len(chunks) == 1 else []
         identity = self._identity(agent)
         await self._replace_or_post(
             key,
@@ -392,12 +414,12 @@ class SlackReplier:
             blocks=first,
             metadata=reply_metadata(agent),
         )
-        for chunk in chunks[1:]:
+        for n, chunk in enumerate(chunks[1:], start=2):
             await self.s.client.chat_postMessage(
                 channel=key.channel_id,
                 thread_ts=key.thread_ts,
                 text=chunk,
-                blocks=continuation_blocks(chunk),
+                blocks=continuation_blocks(chunk) + (feedback if n == len(chunks) else []),
                 **identity,
                 **shown_in_dm(broadcast),
                 **NO_UNFURL,

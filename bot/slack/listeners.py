@@ -13,6 +13,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.slack import dm_conversation
 from bot.slack.actions import REFUSAL, Reply, ThreadActions
+from bot.slack.assistant import feedback, panel
 from bot.slack.command_args import (
     CommandSyntaxError,
     ThreadRef,
@@ -98,8 +99,11 @@ def register(app: AsyncApp, services: BotServices) -> None:
             return
         worker.submit(key, lambda: thread_replier.handle(msg))
 
+    # The panel's own events first; its threads' messages fall through to `on_message`.
+    panel.register(app, services)
     app.event("app_mention")(on_message)
     app.event("message")(on_message)
+    feedback.register(app, services)
 
     async def on_home(event: dict[str, Any]) -> None:
         user = event.get("user")

@@ -54,6 +54,9 @@ _STRINGS = {
 # body["view"]["type"] directly).
 _TYPED = {"event", "view"}
 _MAX_DEPTH = 4
+ASSISTANT_THREAD_EVENTS = frozenset(
+    {"assistant_thread_started", "assistant_thread_context_changed"}
+)
 
 
 def parse(body: str, content_type: str | None) -> Any:
@@ -84,11 +87,24 @@ def well_formed(payload: Any, depth: int = 0) -> bool:
                 return False
             if depth < _MAX_DEPTH and not well_formed(value, depth + 1):
                 return False
+        if depth == 0 and key == "event" and not _assistant_thread_ok(value):
+            return False
         if key == "authorizations" and not (
             isinstance(value, list) and all(well_formed(a, depth + 1) for a in value)
         ):
             return False
     return True
+
+
+def _assistant_thread_ok(event: dict[str, Any]) -> bool:
+    """An assistant panel event names its thread: Bolt's assistant utilities read the
+    channel and the ts together, and fail on one without the other."""
+    if event.get("type") not in ASSISTANT_THREAD_EVENTS:
+        return True
+    thread = event.get("assistant_thread")
+    return isinstance(thread, dict) and all(
+        isinstance(thread.get(k), str) and thread[k] for k in ("channel_id", "thread_ts")
+    )
 
 
 def _id_object(value: Any) -> bool:

@@ -29,10 +29,15 @@ class Priority(IntEnum):
 
 
 class PriorityLimit:
-    """A semaphore whose waiters are served by `Priority`, then in arrival order."""
+    """A semaphore whose waiters are served by `Priority`, then in arrival order.
 
-    def __init__(self, slots: int) -> None:
+    `gate`, when given, is awaited before a slot is asked for: work that must not start
+    yet (the event loop is behind, see `bot.threads.loop_lag`) waits there.
+    """
+
+    def __init__(self, slots: int, *, gate: Callable[[], Awaitable[None]] | None = None) -> None:
         self._free = slots
+        self._gate = gate
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
@@ -44,6 +49,8 @@ class PriorityLimit:
     @asynccontextmanager
     async def slot(self, priority: Priority) -> AsyncIterator[None]:
         """Hold one slot for the duration of the block."""
+        if self._gate is not None:
+            await self._gate()
         await self._acquire(priority)
         try:
             yield

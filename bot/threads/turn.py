@@ -81,15 +81,23 @@ async def ensure_thread(
 ) -> ThreadRecord:
     """The thread, active, with its session: mapped to `new_session_id` on its first
     message; a handed-off (or closed) thread comes back to the bot."""
-    created = record is None
     if record is None:
         record = await db.threads.create(
-            key, session_id=new_session_id, app_name=app_name, user_id=user_id, now=time.time()
+            key,
+            session_id=new_session_id,
+            app_name=app_name,
+            user_id=user_id,
+            empty_session=True,
+            now=time.time(),
         )
+        if record.session_id == new_session_id:
+            # Mapped just now, its session created in the same transaction.
+            return record
+        # Another writer mapped the thread first: its session may not be written yet.
     elif record.status != "active":
         await db.threads.set_status(key, "active")
         record = record.model_copy(update={"status": "active"})
-    await db.sessions.ensure_exists(record, probably_new=created)
+    await db.sessions.ensure_exists(record)
     return record
 
 
@@ -115,6 +123,7 @@ async def run_turn(
     invocation_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     speaker: str | None = None,
+    on_event: Callable[[Event], None] | None = None,
     listener: Callable[[Event], Awaitable[None]] | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
@@ -124,7 +133,9 @@ async def run_turn(
     events for citations; the terminal passes nothing. `speaker` is the id of the person
     who sent `text` (which may not be the session's `user_id`), recorded on the user
     event by `SpeakerPlugin`. A `listener` sees every event as it comes, the partial
-    ones of the streamed reply text too (`Runner.run_async(streaming=True)`).
+    ones of the streamed reply text too (`Runner.run_async(streaming=True)`);
+    `on_event` sees each whole event as the runner yields it (Slack's panel shows the
+    working agent from them).
     """
     custom = dict(metadata or {})
     if speaker:
@@ -141,4 +152,6 @@ async def run_turn(
         if listener is not None:
             await listener(event)
         outcome.observe(event)
+        if on_event is not None:
+            on_event(event)
     return outcome

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
 
 from bot.threads.admission import Priority, PriorityLimit
+from bot.threads.loop_lag import LoopLagGate
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,9 @@ class ThreadWorker:
     concurrently. Thread jobs and `run` work (commands, shortcuts, digests) share one
     `PriorityLimit` of `max_concurrent` slots (or `limit`, shared with other background
     work such as window summaries), thread replies first.
+    With a `gate`, no job or `run` work starts while the event loop is behind (acks
+    first); it waits for the gate, then for a slot. A given `limit` is built with the
+    same gate (`bot.wiring.work_limit`); the worker closes the gate on drain.
     `drain()` stops intake, lets in-flight work finish within a timeout, then cancels
     what is left (each job handles its own cancellation, e.g. by telling the user).
     """
@@ -36,9 +40,13 @@ class ThreadWorker:
         *,
         max_concurrent: int,
         max_queue: int | None = None,
+        gate: LoopLagGate | None = None,
         limit: PriorityLimit | None = None,
     ) -> None:
-        self.limit = PriorityLimit(max_concurrent) if limit is None else limit
+        self.gate = gate
+        if limit is None:
+            limit = PriorityLimit(max_concurrent, gate=None if gate is None else gate.admit)
+        self.limit = limit
         self._max_queue = max_queue
         self._queues: dict[Hashable, deque[Job]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -123,6 +131,7 @@ class ThreadWorker:
         """Stop intake and wait up to `grace_seconds`; True when everything finished."""
         self._closed = True
         if not self._tasks:
+            await self._close_gate()
             return True
         _, still_running = await asyncio.wait(set(self._tasks), timeout=grace_seconds)
         for task in still_running:
@@ -132,4 +141,9 @@ class ThreadWorker:
             log.warning(
                 "cancelled unfinished work on shutdown", extra={"tasks": len(still_running)}
             )
+        await self._close_gate()
         return not still_running
+
+    async def _close_gate(self) -> None:
+        if self.gate is not None:
+            await self.gate.close()

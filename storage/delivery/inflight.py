@@ -24,7 +24,7 @@ from storage.delivery.owners import owner_is_dead
 from storage.engine import SqlGate
 from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
-from storage.threads import ThreadKey, touch_in
+from storage.threads import ThreadKey, ThreadRecord, get_in, touch_in
 
 Stage = Literal["accepted", "started"]
 
@@ -271,20 +271,24 @@ class InflightStore:
             guards.append(owner_is_dead(inflight.c.owner, now=now, dead_after=dead_after))
         return await self._update(record.key, {"owner": owner}, *guards)
 
-    async def earlier_in_thread(self, key: InflightKey, thread_ts: str, *, owner: str) -> bool:
-        """Whether an earlier message of the same thread is still unanswered by a process
-        other than `owner`: a later one waits for it, so replies keep the thread's order.
-        (`owner`'s own earlier messages are ordered by its thread worker already.)"""
+    async def earlier_and_thread(
+        self, key: InflightKey, thread: ThreadKey, *, owner: str
+    ) -> tuple[bool, ThreadRecord | None]:
+        """In one read: whether an earlier message of the message's thread is still
+        unanswered by a process other than `owner` (a later one waits for it, so replies
+        keep the thread's order; `owner`'s own earlier messages are ordered by its thread
+        worker already), and the thread's record."""
         params = {
             "b_owner": owner,
             "b_team": key.team_id,
             "b_channel": key.channel_id,
-            "b_thread": thread_ts,
+            "b_thread": thread.thread_ts,
             "b_ts": key.message_ts,
         }
 
-        async def tx(conn: AsyncConnection) -> bool:
-            return bool((await _EARLIER_BY_OTHERS.rows(conn, params))[0][0])
+        async def tx(conn: AsyncConnection) -> tuple[bool, ThreadRecord | None]:
+            earlier = bool((await _EARLIER_BY_OTHERS.rows(conn, params))[0][0])
+            return earlier, await get_in(conn, thread)
 
         return await self._gate.read(tx)
 

@@ -33,3 +33,11 @@ def test_manifest_declares_commands_shortcuts_and_socket_mode() -> None:
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert "app_mention" in manifest["settings"]["event_subscriptions"]["bot_events"]
+
+
+def test_manifest_declares_the_assistant_panel() -> None:
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
+    assert manifest["features"]["assistant_view"]["assistant_description"]
+    assert "assistant:write" in manifest["oauth_config"]["scopes"]["bot"]
+    assert {"assistant_thread_started", "assistant_thread_context_changed", "message.im"} <= events

@@ -19,10 +19,10 @@ from agents.models.scripted import ScriptedModel
 from agents.summary import SummaryService
 from bot.digests.job import DigestJob
 from bot.slack.dm_conversation import NEW_ONLY_IN_DM, NEW_STARTED
-from bot.slack.render.blocks import THINKING_TEXT
 from storage.schema import threads
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import BotHarness, dm
+from tests.e2e.replies import context_text, shown
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -67,12 +67,13 @@ async def test_twelve_top_level_dms_are_one_conversation_with_one_digest(
     root = _ts(0)
     assert await _thread_roots(bot) == [root]
     replies = [m for m in slack.thread("D1", root) if m.get("bot_id")]
-    assert [m["text"] for m in replies] == [f"support_supervisor: Answer {n}" for n in range(12)]
-    # Each answer is in the conversation's thread and shown at the bottom of the DM.
-    assert {m["subtype"] for m in replies} == {"thread_broadcast"}
-    placeholders = [c for c in slack.calls_to("chat.postMessage") if c["text"] == THINKING_TEXT]
-    assert len(placeholders) == 12
-    assert {(c["thread_ts"], c["reply_broadcast"]) for c in placeholders} == {(root, True)}
+    assert [shown(m) for m in replies] == [f"Answer {n}" for n in range(12)]
+    assert all("support_supervisor" in context_text(m) for m in replies)
+    # Each answer is streamed into the conversation's thread (Slack streams are always
+    # thread replies; the placeholder flow also shows the answer at the bottom of the DM).
+    assert all(m.get("chunks") for m in replies)
+    starts = slack.calls_to("chat.startStream")
+    assert len(starts) == 12 and {c["thread_ts"] for c in starts} == {root}
     # The model saw the whole conversation on the last turn.
     assert "about order 0" in json.dumps([str(c) for c in model.requests[-1].contents])
 
@@ -113,8 +114,8 @@ async def test_an_idle_conversation_or_new_starts_another_and_thread_replies_kee
     assert resp.status == 200 and NEW_STARTED in await resp.text()
     await _say(bot, slack, "a fresh start", _ts(5))
     assert await _thread_roots(bot) == [_ts(0), _ts(4), _ts(5)]
-    assert [m["text"] for m in slack.thread("D1", _ts(0)) if m.get("bot_id")] == [
-        f"support_supervisor: Answer {n}" for n in range(4)
+    assert [shown(m) for m in slack.thread("D1", _ts(0)) if m.get("bot_id")] == [
+        f"Answer {n}" for n in range(4)
     ]
 
 

@@ -24,8 +24,9 @@ async def test_thread_map_failure_before_the_invocation_leaves_a_notice_and_a_cl
     async def refused(*_: Any, **__: Any) -> Any:
         raise StorageWriteError("the database refused a write: disk full")
 
-    # The thread's session cannot be created: the failure comes before any invocation.
-    monkeypatch.setattr(database.sessions, "ensure_exists", refused)
+    # The thread and its session cannot be mapped (one write): the failure comes before
+    # any invocation.
+    monkeypatch.setattr(database.threads, "create", refused)
     assert (await bot.send_event(dm("hello", ts="1700000100.000100"))).status == 200
     await bot.idle()
     texts = [m["text"] for m in slack.thread("D1", "1700000100.000100") if m.get("bot_id")]

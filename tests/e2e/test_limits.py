@@ -4,11 +4,13 @@ and one shared slot count for replies, commands and digests, replies first."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import sqlalchemy as sa
 
+from agents.metrics import REGISTRY
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel
 from bot.slack.render.blocks import BUSY_TEXT
@@ -16,6 +18,7 @@ from bot.threads.admission import Priority
 from storage.schema import inflight
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm
+from tests.e2e.replies import shown
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -133,3 +136,52 @@ async def test_limits_waiting_replies_go_before_waiting_digests() -> None:
     hold.set()
     await asyncio.gather(first, *tasks)
     assert order == ["holder", "reply", "digest"]
+
+
+async def test_limits_acks_go_first_while_the_event_loop_is_behind(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    """A CPU-bound neighbour keeps the loop late: messages are acked (and durable) while
+    their invocations wait at the loop-lag gate, and all are answered once it catches up."""
+    count = 8
+    model = ScriptedModel([f"answer {n}" for n in range(count)])
+    bot = await start_bot(support_tree(model), hold_starts_over_loop_lag_ms=20)
+    gate = bot.services.worker.gate
+    assert gate is not None
+    held_before = REGISTRY.get("support_bot_held_starts_total")
+    stop = asyncio.Event()
+
+    async def neighbour() -> None:
+        while not stop.is_set():
+            time.sleep(0.03)  # noqa: ASYNC251 - a neighbour that blocks the loop
+            await asyncio.sleep(0)
+
+    await gate.admit()
+    hog = asyncio.create_task(neighbour())
+    try:
+        while not gate.held:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        roots = [f"1700000500.{n:06d}" for n in range(count)]
+        started = time.monotonic()
+        # One DM per customer: top-level messages of one DM would be one ordered conversation.
+        responses = await asyncio.gather(
+            *(
+                bot.send_event(dm("help", ts=ts, user=f"U{n}", channel=f"D{n}"))
+                for n, ts in enumerate(roots)
+            )
+        )
+        acked_in = time.monotonic() - started
+        assert [r.status for r in responses] == [200] * count
+        assert acked_in < 3.0, "acks slid past Slack's retry window"
+        # Every message is durable before its ack; their starts waited at the gate.
+        assert await inflight_rows(bot.services.db) + len(model.requests) >= count
+        assert REGISTRY.get("support_bot_held_starts_total") > held_before
+    finally:
+        stop.set()
+        await hog
+    await bot.idle()
+    assert len(model.requests) == count
+    for n, ts in enumerate(roots):
+        texts = [shown(m) for m in slack.thread(f"D{n}", ts) if m.get("bot_id")]
+        assert sum(t.startswith("answer ") for t in texts) == 1, texts
+    assert await inflight_rows(bot.services.db) == 0

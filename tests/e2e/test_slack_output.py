@@ -67,6 +67,9 @@ async def test_reply_longer_than_a_section_after_escaping_is_split_not_refused(
         assert f"Step {n}: compare A&amp;B &lt;then&gt; C&amp;D, and keep going." in joined
     key = ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=ROOT)
     assert not (await bot.services.db.threads.get(key)).needs_attention
+    # The feedback buttons close the reply: under its last message only.
+    kinds = [[b["type"] for b in m["blocks"]] for m in [update, *rest]]
+    assert [k.count("context_actions") for k in kinds] == [0] * (len(kinds) - 1) + [1]
 
 
 DISHONEST = (

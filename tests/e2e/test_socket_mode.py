@@ -1,4 +1,5 @@
-"""End to end over Socket Mode: a DM round trip through a local WebSocket server."""
+"""End to end over Socket Mode: a DM round trip and a new panel thread through a local
+WebSocket server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import socket_handler
 from tests.e2e.harness import dm, open_database
 from tests.e2e.replies import context_text, shown, wait_answers
+from tests.e2e.test_panel import thread_started
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_socket import FakeSocketModeServer
@@ -66,6 +68,12 @@ async def test_socket_mode_dm_round_trip_and_health(tmp_path: Path) -> None:
             assert "Hi over the socket" in shown(reply)
             assert "support_supervisor" in context_text(reply)
             assert [c["_token"] for c in slack.calls_to("apps.connections.open")] == ["xapp-test"]
+            # The assistant panel (the manifest's default deployment is Socket Mode).
+            panel = {**body, "event_id": "EvS2", "event": thread_started("1700000600.000100")}
+            await ws.wait_acked(await ws.send_event(panel))
+            await slack.wait_for("assistant.threads.setSuggestedPrompts")
+            [title] = slack.calls_to("assistant.threads.setTitle")
+            assert title["thread_ts"] == "1700000600.000100"
             async with aiohttp.ClientSession() as http:
                 async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
                     assert resp.status == 200

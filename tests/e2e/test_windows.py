@@ -34,7 +34,7 @@ from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, channel_message
-from tests.e2e.replies import bot_replies, finished, wait_replies
+from tests.e2e.replies import answers, wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.transcript_summarizer import TranscriptSummarizer
@@ -104,7 +104,7 @@ async def _turn(bot: BotHarness, slack: FakeSlackApi, turn: int, user: str = "U1
             text, ts=ts, user=user, thread_ts=None if turn == 0 else ROOT, mention=turn == 0
         )
     )
-    await wait_replies(slack, "C1", turn + 1)
+    await wait_answers(slack, turn + 1)
     await bot.idle()
 
 
@@ -284,7 +284,7 @@ class _RepliesSeen(TranscriptSummarizer):
         self.replies_seen: list[int] = []
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
-        self.replies_seen.append(sum(map(finished, bot_replies(self.slack, "C1"))))
+        self.replies_seen.append(len(answers(self.slack)))
         return await super().generate(request)
 
 
@@ -332,7 +332,7 @@ async def test_a_waiting_reply_goes_before_a_queued_window_summary(
     await bot.send_event(channel_message("A new question", ts=other, user="U2", mention=True))
     await _until(lambda: worker.limit.waiting == 2)  # the reply, queued after it
     busy.set()
-    await wait_replies(slack, "C1", INTERVAL + 1)
+    await wait_answers(slack, INTERVAL + 1)
     await bot.idle()
     await bot.services.runner.drain()
 

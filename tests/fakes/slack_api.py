@@ -16,7 +16,9 @@ with `include_all_metadata`; history holds no thread replies), `conversations.me
 `apps.connections.open` (answers `socket_url`), the streaming methods
 (`tests.fakes.slack_streams`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
-answers `{"ok": true}` and is recorded.
+answers `{"ok": true}` and is recorded: the assistant panel's
+`assistant.threads.setStatus`, `setTitle` and `setSuggestedPrompts` among them, each
+checked for the arguments and shapes Slack takes.
 
 Strict like Slack: a call with an argument its method does not take, or blocks beyond
 Block Kit's documented limits, is refused with Slack's error code (see

@@ -2,7 +2,8 @@
 
 Arguments per method are those of Slack's published OpenAPI spec
 (`../shared/data/slack-api-specs/`) plus the newer ones slack_sdk's method signatures
-name (both checked by tests/bot/slack/test_limits.py); Block
+name (both checked by tests/bot/slack/test_limits.py; the spec predates the
+`assistant.threads.*` methods, so theirs are slack_sdk's alone); Block
 Kit limits are those of Slack's Block Kit reference. `refusal(method, args)` answers
 the error code Slack would give, or None when Slack would accept the call.
 """
@@ -134,6 +135,36 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
     "views.open": frozenset({"token", "trigger_id", "interactivity_pointer", "view"}),
     "views.publish": frozenset({"token", "user_id", "view", "hash"}),
 }
+# The assistant panel's methods (issue 19): the arguments slack_sdk's signatures take
+# (the token travels in the Authorization header). Bolt's request-scoped client adds
+# `team_id` to every call, which Slack takes (org-wide apps need it).
+ASSISTANT_METHOD_ARGS: dict[str, frozenset[str]] = {
+    "assistant.threads.setStatus": frozenset(
+        {
+            "team_id",
+            "channel_id",
+            "thread_ts",
+            "status",
+            "loading_messages",
+            "icon_emoji",
+            "icon_url",
+            "username",
+        }
+    ),
+    "assistant.threads.setTitle": frozenset({"team_id", "channel_id", "thread_ts", "title"}),
+    "assistant.threads.setSuggestedPrompts": frozenset(
+        {"team_id", "channel_id", "thread_ts", "title", "prompts"}
+    ),
+}
+METHOD_ARGS.update(ASSISTANT_METHOD_ARGS)
+LOADING_MESSAGES = 10
+SUGGESTED_PROMPTS = 4
+# Context actions: feedback buttons (and icon buttons), each button's text and value.
+CONTEXT_ACTIONS_ELEMENTS = 5
+BUTTON_TEXT = 75
+BUTTON_VALUE = 2_000
+BLOCK_ID = 255
+
 # A response_url answers like a message, plus its own fields.
 RESPONSE_URL_ARGS = frozenset(
     {
@@ -166,7 +197,16 @@ OPTIONS = 100
 OPTION_TEXT = 75
 OPTION_VALUE = 150
 PRIVATE_METADATA = 3_000
-BLOCK_TYPES = {"section", "header", "context", "divider", "input", "actions", "image"}
+BLOCK_TYPES = {
+    "section",
+    "header",
+    "context",
+    "divider",
+    "input",
+    "actions",
+    "image",
+    "context_actions",
+}
 
 
 class Refused(Exception):
@@ -185,8 +225,12 @@ def refusal(method: str, args: dict[str, Any]) -> tuple[str, str] | None:
             _message(args)
         elif method in ("views.open", "views.publish"):
             _view(args.get("view"))
+        elif method.startswith("assistant.threads."):
+            _assistant(method, args)
     except Refused as exc:
         code = "msg_too_long" if str(exc).startswith("text") else "invalid_blocks"
+        if method.startswith("assistant."):
+            code = "invalid_arguments"
         return code, str(exc)
     return None
 
@@ -237,6 +281,8 @@ def _block(block: Any) -> None:
         for element in elements:
             if element.get("type") != "image":
                 _text_object(element, TEXT_OBJECT, "context element")
+    elif kind == "context_actions":
+        _context_actions(block)
     elif kind == "input":
         _text_object(block.get("label"), INPUT_LABEL, "input label", plain=True)
         element = block.get("element") or {}
@@ -249,6 +295,52 @@ def _block(block: Any) -> None:
                 _text_object(option.get("text"), OPTION_TEXT, "option text", plain=True)
                 value = option.get("value")
                 _check(isinstance(value, str) and len(value) <= OPTION_VALUE, "option value")
+
+
+def _context_actions(block: dict[str, Any]) -> None:
+    block_id = block.get("block_id")
+    _check(block_id is None or 0 < len(str(block_id)) <= BLOCK_ID, "block_id over 255")
+    elements = block.get("elements") or []
+    _check(0 < len(elements) <= CONTEXT_ACTIONS_ELEMENTS, "context_actions elements")
+    for element in elements:
+        _check(isinstance(element, dict), "context_actions element is not an object")
+        kind = element.get("type")
+        _check(kind in ("feedback_buttons", "icon_button"), f"context_actions with {kind!r}")
+        if kind == "feedback_buttons":
+            for side in ("positive_button", "negative_button"):
+                button = element.get(side)
+                _check(isinstance(button, dict), f"feedback_buttons without {side}")
+                _text_object(button.get("text"), BUTTON_TEXT, side, plain=True)
+                value = button.get("value")
+                _check(isinstance(value, str) and 0 < len(value) <= BUTTON_VALUE, side)
+                label = button.get("accessibility_label")
+                _check(label is None or len(label) <= BUTTON_TEXT, f"{side} label")
+
+
+def _assistant(method: str, args: dict[str, Any]) -> None:
+    """The arguments each assistant.threads method requires, in the shapes Slack takes."""
+    for name in ("channel_id", "thread_ts"):
+        _check(isinstance(args.get(name), str) and bool(args[name]), f"{method}: no {name}")
+    if method.endswith("setStatus"):
+        _check(isinstance(args.get("status"), str), "setStatus: no status")
+        loading = args.get("loading_messages")
+        if loading is not None:
+            _check(isinstance(loading, list), "loading_messages must be a list")
+            _check(0 < len(loading) <= LOADING_MESSAGES, "loading_messages over 10")
+            _check(all(isinstance(m, str) and m for m in loading), "empty loading message")
+    elif method.endswith("setTitle"):
+        _check(isinstance(args.get("title"), str) and bool(args["title"]), "setTitle: no title")
+    else:
+        prompts = args.get("prompts")
+        _check(isinstance(prompts, list), "setSuggestedPrompts: prompts must be a list")
+        _check(0 < len(prompts) <= SUGGESTED_PROMPTS, "suggested prompts: one to four")
+        for prompt in prompts:
+            _check(
+                isinstance(prompt, dict)
+                and set(prompt) == {"title", "message"}
+                and all(isinstance(v, str) and v for v in prompt.values()),
+                "a prompt is a title and a message",
+            )
 
 
 def _view(view: Any) -> None:

@@ -62,16 +62,24 @@ async def test_sigkill_mid_stream_tells_each_thread_once_in_its_streamed_message
     bot = BotProcess(env, tmp_path / "bot.log")
     await bot.start()
     sender = Sender(bot.url)
-    roots = []
+    roots: list[tuple[str, str]] = []
     try:
         for i in range(THREADS):
             ts = slack.next_ts()
-            slack.add_message("D1", ts=ts, text=f"question {i}", user="U1")
-            assert await sender.event(dm(f"question {i}", ts=ts), event_id=f"EvS{i}") == 200
-            roots.append(ts)
+            # One DM per customer: top-level messages of one DM are one conversation.
+            channel, user = f"D{i}", f"U{i}"
+            slack.add_message(channel, ts=ts, text=f"question {i}", user=user)
+            event = dm(f"question {i}", ts=ts, user=user, channel=channel)
+            assert await sender.event(event, event_id=f"EvS{i}") == 200
+            roots.append((channel, ts))
 
         def half_shown() -> bool:
-            streams = [m for m in slack.messages.get("D1", {}).values() if m.get("streaming")]
+            streams = [
+                m
+                for channel, _ in roots
+                for m in slack.messages.get(channel, {}).values()
+                if m.get("streaming")
+            ]
             return len([m for m in streams if m["text"]]) >= THREADS
 
         await wait_until(half_shown, within=40, what="every reply half streamed")
@@ -79,13 +87,13 @@ async def test_sigkill_mid_stream_tells_each_thread_once_in_its_streamed_message
         phase["stall"] = False
         restarted = BotProcess({**env}, tmp_path / "bot.log")
         await restarted.start()
-        threads = {("D1", root): 1 for root in roots}
+        threads = {(channel, root): 1 for channel, root in roots}
         await wait_until(lambda: settled(slack, threads), within=40, what="every thread told")
         assert restarted.stop() == 0
     finally:
         await sender.close()
-    for root in roots:
-        [message] = bot_messages(slack, "D1", root)
+    for channel, root in roots:
+        [message] = bot_messages(slack, channel, root)
         assert finished(message) and message["text"] == INTERRUPTED_TEXT
     assert not slack.calls_to("chat.postMessage")  # nothing posted besides the streams
     assert len(slack.calls_to("chat.startStream")) == THREADS

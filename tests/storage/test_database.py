@@ -11,6 +11,7 @@ from agents.events import Event, EventActions, Part
 from agents.summary.windows import StoredWindow, span_of
 from storage import Database, DatabaseUnavailableError
 from storage.delivery.inflight import InflightKey
+from storage.feedback import FeedbackClick
 from storage.schema import metadata
 from storage.threads import ThreadKey
 from tests.storage.test_records import Run
@@ -83,6 +84,17 @@ async def _populate(db: Database, user: str, tag: str) -> None:
     # A window record of the session: it quotes the user.
     window = StoredWindow(span=span_of(stored), status="passed", record={"goal": f"help {user}"})
     await db.windows.save(session.id, window)
+    click = FeedbackClick(
+        team_id="T1",
+        channel_id="C1",
+        thread_ts=f"{tag}.1",
+        session_id=session.id,
+        event_id="e2",
+        agent="billing_agent",
+        user_id=user,
+        value="negative",
+    )
+    await db.feedback.record(click, now=1.0)
 
 
 async def _rows_naming(db: Database, needle: str) -> list[tuple[str, tuple[object, ...]]]:
@@ -114,6 +126,7 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
         "windows": 1,
         "memory": 1,
         "threads": 1,
+        "feedback": 1,
         "user_state": 2,
         "inflight": 1,
         "sessions": 1,

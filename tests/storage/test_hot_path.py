@@ -58,9 +58,32 @@ async def test_concurrent_plain_appends_get_distinct_seqs(db: Database) -> None:
 async def test_ensure_exists_creates_a_missing_session_once(db: Database) -> None:
     thread = await db.threads.create(KEY, session_id="s1", app_name="app", user_id="u1", now=1.0)
     await db.sessions.ensure_exists(thread)
-    await db.sessions.ensure_exists(thread, probably_new=True)  # already there: no error
+    await db.sessions.ensure_exists(thread)  # already there: no error
     session = await db.sessions.of_thread(thread)
     assert session is not None and session.events == []
+
+
+async def test_a_new_thread_and_its_empty_session_are_one_write(db: Database) -> None:
+    writes: list[str] = []
+    original = db.gate.write
+
+    async def counted(tx, *args, **kwargs):  # type: ignore[no-untyped-def]
+        writes.append(getattr(tx, "__qualname__", "?"))
+        return await original(tx, *args, **kwargs)
+
+    db.gate.write = counted  # type: ignore[method-assign]
+    thread = await db.threads.create(
+        KEY, session_id="s1", app_name="app", user_id="u1", empty_session=True, now=1.0
+    )
+    assert len(writes) == 1
+    session = await db.sessions.of_thread(thread)
+    assert session is not None and session.events == [] and session.state == {}
+    # A second writer finds the thread mapped: no second session appears.
+    again = await db.threads.create(
+        KEY, session_id="s2", app_name="app", user_id="u1", empty_session=True, now=2.0
+    )
+    assert again.session_id == "s1"
+    assert await db.sessions.get_session(app_name="app", user_id="u1", session_id="s2") is None
 
 
 async def test_finish_answered_forgets_the_message_and_touches_the_thread(db: Database) -> None:

@@ -6,7 +6,7 @@ Home, thread summaries, and the support-lead channel's digests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents.events import Event, event_seq
@@ -24,6 +24,9 @@ PROBLEM_CHARS = 300
 LISTED_PROBLEMS = 10
 
 THINKING_TEXT = "_Thinking…_"
+# The feedback buttons' action, and their block's id prefix (the reply's event id follows).
+FEEDBACK_ACTION = "reply_feedback"
+FEEDBACK_BLOCK_PREFIX = "feedback:"
 # A hand-off note; its post is split into sections, so any length within Slack's own
 # input limit fits.
 NOTE_MAX_CHARS = 3000
@@ -62,6 +65,31 @@ def reply_context(agent: str, transfers: Sequence[str] = ()) -> Block:
     if len(transfers) > 1:
         context += f"  ·  {escape(transfer_line(transfers))}"
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]}
+
+
+def feedback_block(event_id: str) -> Block:
+    """Slack's feedback buttons under an AI reply: the block names the reply's event, so
+    a click is stored against it (`bot.slack.feedback`)."""
+    return {
+        "type": "context_actions",
+        "block_id": f"{FEEDBACK_BLOCK_PREFIX}{event_id}",
+        "elements": [
+            {
+                "type": "feedback_buttons",
+                "action_id": FEEDBACK_ACTION,
+                "positive_button": {
+                    "text": {"type": "plain_text", "text": "👍"},
+                    "value": "positive",
+                    "accessibility_label": "This reply was helpful",
+                },
+                "negative_button": {
+                    "text": {"type": "plain_text", "text": "👎"},
+                    "value": "negative",
+                    "accessibility_label": "This reply was not helpful",
+                },
+            }
+        ],
+    }
 
 
 def continuation_blocks(text: str) -> list[Block]:
@@ -131,8 +159,10 @@ def home_view() -> dict[str, Any]:
     """App Home: what the bot does and how to use it."""
     text = (
         "*Support bot*\nMention me in a channel to start a conversation in that thread, "
-        "or send me a DM. Use `/summary &lt;thread link&gt;` or `/handoff &lt;thread link&gt; "
-        "&lt;@person | agent&gt; [note]`, or the message shortcuts, to summarise or hand off."
+        "send me a DM, or open me in Slack's AI apps panel. Under each answer, 👍 or 👎 "
+        "tells the support team how it did. Use `/summary &lt;thread link&gt;` or "
+        "`/handoff &lt;thread link&gt; &lt;@person | agent&gt; [note]`, or the message "
+        "shortcuts, to summarise or hand off."
     )
     return {"type": "home", "blocks": notice_blocks(text)}
 
@@ -262,9 +292,10 @@ def digest_message(
     previous_link: str | None = None,
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
+    feedback: Mapping[str, int] | None = None,
 ) -> tuple[str, list[Block]]:
     """The digest: a header linking the thread, the record, any windows it lacks (linked
-    to their raw messages), owners and cost."""
+    to their raw messages), the feedback its replies got, owners and cost."""
     title = "Updated handoff digest" if previous_link else "Handoff digest"
     # The channel mention stays outside the link: inside, its `>` would end the link.
     intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
@@ -275,12 +306,30 @@ def digest_message(
     blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
     if gaps:
         blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
+    marked = feedback_line(feedback or {})
+    if marked:
+        blocks.append(_context(marked))
     agents = ", ".join(f"`{a}`" for a in owners) or "none"
     blocks.append(
         _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
     )
     fallback = f"{title}: {escape(record.goal)}"
     return fallback, blocks
+
+
+def feedback_line(counts: Mapping[str, int]) -> str | None:
+    """ "customer marked 1 reply unhelpful" (and how many helpful), or None without
+    feedback; `counts` is replies per feedback value."""
+
+    def replies(n: int) -> str:
+        return f"{n} repl{'y' if n == 1 else 'ies'}"
+
+    marks = [
+        f"{replies(counts[value])} {label}"
+        for value, label in (("positive", "helpful"), ("negative", "unhelpful"))
+        if counts.get(value)
+    ]
+    return f"Feedback: customer marked {' and '.join(marks)}" if marks else None
 
 
 def unavailable_message(links: ThreadLinks, problems: Sequence[str]) -> tuple[str, list[Block]]:

@@ -1,0 +1,1 @@
+"""Slack's AI-app surface: the assistant panel, its loading status, and feedback buttons."""

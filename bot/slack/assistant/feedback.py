@@ -1,0 +1,131 @@
+"""Clicks on the feedback buttons under each AI reply (`render.blocks.feedback_block`).
+
+A click names the reply's event in its block id. It is stored against that event and
+the agent that wrote it, which is read from the stored session, never from the payload
+(`storage.feedback`). Slack may deliver a click twice, and several processes may each
+get a copy: the store keeps one row per person and reply, so a copy is never counted.
+`support_bot_feedback_total{agent,value}` counts what was stored: a person's first click
+on a reply, or a changed mind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+
+from agents.metrics import REGISTRY
+from bot.slack.render.blocks import FEEDBACK_ACTION, FEEDBACK_BLOCK_PREFIX
+from bot.slack.services import BotServices
+from storage.feedback import VALUES, FeedbackClick, FeedbackValue
+from storage.threads import ThreadKey
+
+log = logging.getLogger(__name__)
+
+REGISTRY.describe(
+    "support_bot_feedback_total",
+    "counter",
+    "Feedback on AI replies by the agent that wrote them (one per person and reply)",
+)
+
+_EVENT_ID = re.compile(r"e[0-9]{1,12}")
+_ID = re.compile(r"[A-Z0-9][A-Z0-9_]{0,31}")
+_TS = re.compile(r"\d{1,12}\.\d{1,8}")
+
+
+@dataclass(frozen=True)
+class Click:
+    """A feedback click as Slack delivered it, before it is resolved to its reply."""
+
+    team_id: str
+    channel_id: str
+    thread_ts: str
+    user_id: str
+    event_id: str
+    value: FeedbackValue
+
+
+def parse_click(body: dict[str, Any]) -> Click | None:
+    """The click in a `block_actions` payload, or None when it is not a well-formed
+    click on one of the bot's feedback buttons."""
+    actions = body.get("actions")
+    action = _object(actions[0] if isinstance(actions, list) and actions else None)
+    block_id, value = _text(action.get("block_id")), action.get("value")
+    if action.get("action_id") != FEEDBACK_ACTION or value not in VALUES or block_id is None:
+        return None
+    if not block_id.startswith(FEEDBACK_BLOCK_PREFIX):
+        return None
+    container, user = _object(body.get("container")), _object(body.get("user"))
+    team = _text(_object(body.get("team")).get("id") or user.get("team_id"), _ID)
+    channel = _text(container.get("channel_id") or _object(body.get("channel")).get("id"), _ID)
+    thread_ts = container.get("thread_ts") or _object(body.get("message")).get("thread_ts")
+    click = Click(
+        team_id=team or "",
+        channel_id=channel or "",
+        thread_ts=_text(thread_ts, _TS) or "",
+        user_id=_text(user.get("id"), _ID) or "",
+        event_id=_text(block_id.removeprefix(FEEDBACK_BLOCK_PREFIX), _EVENT_ID) or "",
+        value=value,
+    )
+    return click if all(dataclasses.astuple(click)) else None
+
+
+async def store_click(services: BotServices, click: Click) -> str | None:
+    """Store `click` against its reply's event and agent; what the store did, or None
+    when the reply is no longer stored (its thread forgotten, say)."""
+    db = services.db
+    key = ThreadKey(team_id=click.team_id, channel_id=click.channel_id, thread_ts=click.thread_ts)
+    thread = await db.threads.get(key)
+    session = await db.sessions.of_thread(thread) if thread is not None else None
+    reply = None
+    if session is not None:
+        reply = next((e for e in session.events if e.id == click.event_id), None)
+    if thread is None or reply is None or reply.author == "user":
+        log.info("feedback on a reply that is not stored", extra={"slack_thread": click.thread_ts})
+        return None
+    recorded = await db.feedback.record(
+        FeedbackClick(
+            team_id=click.team_id,
+            channel_id=click.channel_id,
+            thread_ts=click.thread_ts,
+            session_id=thread.session_id,
+            event_id=reply.id,
+            agent=reply.author,
+            user_id=click.user_id,
+            value=click.value,
+        ),
+        now=time.time(),
+    )
+    if recorded == "duplicate":
+        REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="feedback")
+    else:
+        REGISTRY.inc("support_bot_feedback_total", agent=reply.author, value=click.value)
+    return recorded
+
+
+def register(app: AsyncApp, services: BotServices) -> None:
+    """Listen for feedback clicks: ack at once, store in the background."""
+
+    async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = parse_click(body)
+        if click is not None and not services.worker.closed:
+            services.worker.spawn(store_click(services, click))
+
+    app.action(FEEDBACK_ACTION)(on_feedback)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any, pattern: re.Pattern[str] | None = None) -> str | None:
+    """`value` when it is a non-empty string (matching `pattern`), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value if pattern is None or pattern.fullmatch(value) else None

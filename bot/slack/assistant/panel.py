@@ -1,0 +1,108 @@
+"""The Agents & AI Apps side panel, through Bolt's `AsyncAssistant`.
+
+A panel thread is a thread of the user's direct conversation with the app. Opening one
+(`assistant_thread_started`) gives it a title and one suggested prompt per specialist
+of the tree. A message in it is an ordinary `message.im` event: the assistant has no
+user-message listener, so Bolt passes the message on to the bot's own message listener,
+and the thread is a session like any other (same storage, digests, `/summary` and
+`/handoff`). While a turn runs, the panel shows the working agent as its loading status
+(`bot.slack.assistant.status`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import (
+    AsyncSetSuggestedPrompts,
+)
+from slack_bolt.context.set_title.async_set_title import AsyncSetTitle
+from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
+
+from agents.runner import resumable
+from bot.slack.assistant.describe import agent_descriptions, suggested_prompts, thread_title
+from bot.slack.assistant.status import PanelStatus, TurnStatus
+from bot.slack.messages import IncomingMessage
+from bot.slack.services import BotServices
+from storage.threads import ThreadRecord
+
+log = logging.getLogger(__name__)
+
+PROMPTS_TITLE = "Ask a specialist"
+
+
+def is_panel_message(msg: IncomingMessage) -> bool:
+    """A message in a panel thread: a direct message inside a thread (Bolt's own test
+    for an assistant thread's user message)."""
+    return msg.is_dm and msg.thread_ts is not None
+
+
+class Panel:
+    """The panel's side of each turn: a loading status for panel messages only."""
+
+    def __init__(self, services: BotServices) -> None:
+        self._services = services
+        self._descriptions = agent_descriptions(services.runner.agent)
+
+    def status_for(self, msg: IncomingMessage, record: ThreadRecord) -> TurnStatus:
+        """The status line of `msg`'s thread, or one that shows nothing outside the panel."""
+        if not is_panel_message(msg):
+            return TurnStatus()
+        return PanelStatus(
+            self._services.client,
+            channel_id=msg.channel,
+            thread_ts=msg.root_ts,
+            descriptions=self._descriptions,
+            first_agent=self._first_agent(record),
+        )
+
+    def _first_agent(self, record: ThreadRecord) -> str:
+        """The agent expected to take the thread's next message, from the thread map
+        alone (no session read on the hot path): the agent that answered last, when it
+        keeps the conversation, else the root. The turn's own events correct it."""
+        root = self._services.runner.agent
+        owner = root.find_agent(record.owner_agent) if record.owner_agent else None
+        return owner.name if owner is not None and resumable(owner) else root.name
+
+
+def register(app: AsyncApp, services: BotServices) -> None:
+    """Attach the assistant middleware: new panel threads and context changes."""
+    assistant = AsyncAssistant(logger=logging.getLogger("slack_bolt.assistant"))
+    root = services.runner.agent
+    prompts = suggested_prompts(root)
+    title = thread_title(root)
+
+    @assistant.thread_started
+    async def started(
+        set_title: AsyncSetTitle, set_suggested_prompts: AsyncSetSuggestedPrompts
+    ) -> None:
+        async def greet() -> None:
+            try:
+                await set_title(title)
+                if prompts:
+                    await set_suggested_prompts(prompts=prompts, title=PROMPTS_TITLE)
+            except Exception:
+                log.warning("panel thread not set up", exc_info=True)
+
+        # Acked at once; the Slack calls run in the background like every other reply
+        # (none once shutting down: the thread just opens without its prompts).
+        if not services.worker.closed:
+            services.worker.spawn(greet())
+
+    @assistant.thread_context_changed
+    async def context_changed(event: dict[str, Any]) -> None:
+        # The channel the user is looking at. The bot answers from the conversation
+        # alone and reads no channel it was not addressed in, so it keeps nothing; this
+        # listener also replaces Bolt's default, which would rewrite the thread's first
+        # bot message to store the context in its metadata.
+        log.debug("panel context changed", extra={"slack_thread": _thread_ts(event)})
+
+    app.assistant(assistant)
+
+
+def _thread_ts(event: dict[str, Any]) -> str | None:
+    thread = event.get("assistant_thread")
+    ts = thread.get("thread_ts") if isinstance(thread, dict) else None
+    return ts if isinstance(ts, str) else None

@@ -1,0 +1,115 @@
+"""The loop-lag gate: new work starts at once on a punctual loop, in a trickle on a
+late one, and everything waiting starts once the loop catches up or the gate closes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from bot.threads.loop_lag import LoopLagGate
+from bot.threads.worker import ThreadWorker
+
+
+@asynccontextmanager
+async def busy_loop(turn_seconds: float) -> AsyncIterator[None]:
+    """A CPU-bound neighbour on the loop: `turn_seconds` of work in every loop turn."""
+    stop = asyncio.Event()
+
+    async def hog() -> None:
+        while not stop.is_set():
+            time.sleep(turn_seconds)  # noqa: ASYNC251 - the point: CPU the loop cannot use
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(hog())
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+async def wait_for(predicate, within: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + within
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+async def test_loop_lag_gate_admits_at_once_on_a_punctual_loop() -> None:
+    gate = LoopLagGate(threshold=0.05, interval=0.01)
+    started = time.monotonic()
+    for _ in range(100):
+        await gate.admit()
+    assert time.monotonic() - started < 0.05
+    assert not gate.held
+    await gate.close()
+
+
+async def test_loop_lag_gate_trickles_while_late_then_lets_the_backlog_in() -> None:
+    gate = LoopLagGate(threshold=0.02, interval=0.01)
+    await gate.admit()
+    admitted: list[int] = []
+
+    async def start(n: int) -> None:
+        await gate.admit()
+        admitted.append(n)
+
+    async with busy_loop(0.04):
+        await wait_for(lambda: gate.held)
+        tasks = [asyncio.create_task(start(n)) for n in range(30)]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        # Late samples still let the oldest in, one per sample, in arrival order.
+        assert 0 < len(admitted) < 30
+        assert admitted == sorted(admitted)
+        assert gate.waiting == 30 - len(admitted)
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert admitted == list(range(30))
+    assert not gate.held
+    await gate.close()
+
+
+async def test_loop_lag_gate_close_lets_waiters_through() -> None:
+    gate = LoopLagGate(threshold=0.02, interval=0.01)
+    await gate.admit()
+    async with busy_loop(0.04):
+        await wait_for(lambda: gate.held)
+        waiters = [asyncio.create_task(gate.admit()) for _ in range(5)]
+        await asyncio.sleep(0)
+        await gate.close()
+        await asyncio.wait_for(asyncio.gather(*waiters), 1)
+
+
+async def test_loop_lag_gate_stops_sampling_when_idle() -> None:
+    gate = LoopLagGate(threshold=0.05, interval=0.001)
+    await gate.admit()
+    sampler = gate._sampler
+    assert sampler is not None
+    await asyncio.wait_for(sampler, 2)
+    # The next start brings it back.
+    await gate.admit()
+    assert gate._sampler is not sampler and not gate._sampler.done()
+    await gate.close()
+
+
+async def test_thread_worker_with_a_gate_holds_jobs_not_submission() -> None:
+    gate = LoopLagGate(threshold=0.02, interval=0.01)
+    worker = ThreadWorker(max_concurrent=10, gate=gate)
+    ran: list[str] = []
+
+    async def job(key: str) -> None:
+        ran.append(key)
+
+    worker.submit("warm", lambda: job("warm"))
+    await wait_for(lambda: ran == ["warm"])
+    async with busy_loop(0.04):
+        await wait_for(lambda: gate.held)
+        for key in "abcdef":
+            worker.submit(key, lambda key=key: job(key))
+        await asyncio.sleep(0)
+        assert worker.pending >= 6 - (len(ran) - 1)
+        assert len(ran) < 7
+    assert await worker.drain(5)
+    assert sorted(ran) == sorted(["warm", *"abcdef"])

@@ -1,0 +1,54 @@
+"""End to end: how many database transactions one Slack message costs (issue 18), by
+counting every read and write transaction of the shipped storage on a real SQLite file."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from agents.models.scripted import ScriptedModel
+from tests.e2e.conftest import StartBot
+from tests.e2e.harness import dm
+from tests.e2e.trees import support_tree
+from tests.fakes.slack_api import FakeSlackApi
+
+
+def count_transactions(db: Any) -> Counter[str]:
+    """Count `db.gate`'s read and write transactions from now on."""
+    seen: Counter[str] = Counter()
+    read, write = db.gate.read, db.gate.write
+
+    async def counted_read(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["read"] += 1
+        return await read(fn, *args, **kwargs)
+
+    async def counted_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["write"] += 1
+        return await write(fn, *args, **kwargs)
+
+    db.gate.read, db.gate.write = counted_read, counted_write
+    return seen
+
+
+async def test_transactions_per_message_stay_within_budget(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    model = ScriptedModel(["first answer", "second answer"])
+    bot = await start_bot(support_tree(model))
+    seen = count_transactions(bot.services.db)
+    root = "1700000600.000100"
+    await bot.send_event(dm("my invoice is wrong", ts=root))
+    await bot.idle()
+    first = dict(seen)
+    seen.clear()
+    await bot.send_event(dm("still wrong", ts="1700000600.000200", thread_ts=root))
+    await bot.idle()
+    follow_up = dict(seen)
+    assert len(model.requests) == 2
+    # First message: accept, the DM's conversation placement, start, placeholder (or
+    # stream), thread + empty session, two appends, finish-and-touch; reads: the thread
+    # with the earlier-message check, the session.
+    assert first == {"write": 8, "read": 2}
+    # A follow-up has no thread to map (its DM conversation is kept active, one write),
+    # but checks that the session is still there.
+    assert follow_up == {"write": 7, "read": 3}

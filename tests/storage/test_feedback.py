@@ -1,0 +1,48 @@
+"""Feedback clicks: one row per person and reply, whoever delivers the click, and when."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from storage import Database
+from storage.feedback import FeedbackClick
+
+CLICK = FeedbackClick(
+    team_id="T1",
+    channel_id="D1",
+    thread_ts="1700000000.000100",
+    session_id="s1",
+    event_id="e3",
+    agent="billing_agent",
+    user_id="U1",
+    value="negative",
+)
+
+
+async def test_feedback_racing_copies_of_one_click_store_it_once(db: Database) -> None:
+    # Ten copies of one click, through two engines as two bot processes would get them.
+    other = await Database.open(db.url)
+    try:
+        stores = [db.feedback, other.feedback] * 5
+        done = await asyncio.gather(*(s.record(CLICK, now=1.0) for s in stores))
+    finally:
+        await other.close()
+    assert sorted(done) == ["duplicate"] * 9 + ["new"]
+    assert await db.feedback.for_session("s1") == {"negative": 1}
+
+
+async def test_feedback_changed_mind_replaces_and_people_count_per_reply(db: Database) -> None:
+    assert await db.feedback.record(CLICK, now=1.0) == "new"
+    positive = dataclasses.replace(CLICK, value="positive")
+    assert await db.feedback.record(positive, now=2.0) == "changed"
+    assert await db.feedback.record(positive, now=3.0) == "duplicate"
+    assert await db.feedback.for_session("s1") == {"positive": 1}
+    # Another person on the same reply, and the first person on another reply.
+    await db.feedback.record(dataclasses.replace(CLICK, user_id="U2"), now=4.0)
+    await db.feedback.record(dataclasses.replace(CLICK, event_id="e5"), now=5.0)
+    assert await db.feedback.for_session("s1") == {"positive": 1, "negative": 2}
+    assert (await db.stats.collect()).feedback == {
+        ("billing_agent", "positive"): 1,
+        ("billing_agent", "negative"): 2,
+    }
