@@ -71,16 +71,21 @@ async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> i
     """Open the models and storage, then run `serve` until a signal stops it; on SQLite,
     marked as running for operator commands that must not race it (`bot.ops.running`)."""
     from bot.ops.running import bot_running
-    from bot.wiring import build_runner, build_summarizer, open_models
+    from bot.wiring import build_runner, build_summarizer, loop_lag_gate, open_models, work_limit
     from storage.database import Database
 
     with bot_running(settings.database_url):
         async with open_models(settings) as models:
             db = await Database.open(settings.database_url)
-            runner = build_runner(settings, db, models)
+            # One slot count for replies and the runner's window summaries alike.
+            gate = loop_lag_gate(settings)
+            limit = work_limit(settings, gate)
+            runner = build_runner(settings, db, models, limit)
             summarizer = build_summarizer(settings, db, models)
             # The server closes the database on shutdown.
-            await serve(settings, db=db, runner=runner, summarizer=summarizer)
+            await serve(
+                settings, db=db, runner=runner, summarizer=summarizer, limit=limit, gate=gate
+            )
     return 0
 
 

@@ -38,10 +38,11 @@ class Settings(BaseSettings):
     )
     summary_model: str | None = None
     summary_mode: SummaryMode = Field(
-        default="incremental",
-        description="`incremental`: a validated record per window of COMPACTION_INTERVAL "
+        default="whole",
+        description="`whole`: one summary of the whole thread when one is needed; "
+        "`incremental`: a validated record per window of COMPACTION_INTERVAL "
         "invocations, written as the thread goes and merged for digests, hand-offs and "
-        "/summary; `whole`: one summary of the whole thread when one is needed.",
+        "/summary.",
     )
     summary_complete_coverage: bool | None = Field(
         default=None,

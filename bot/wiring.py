@@ -19,9 +19,11 @@ apply to every model of the tree.
         runner = build_runner(settings, db, models)
         summarizer = build_summarizer(settings, db, models)
 
-`SUMMARY_MODE=incremental` (the default) writes a validated record per window as the
-thread goes (an after-invocation hook next to compaction) and merges them for digests,
-hand-offs and `/summary`; `whole` summarises the whole thread when a summary is needed.
+`SUMMARY_MODE=whole` (the default) summarises the whole thread when a summary is needed;
+`incremental` writes a validated record per window as the thread goes (an
+after-invocation hook next to compaction, holding a slot of the process's shared
+`PriorityLimit` at digest priority, so replies go first) and merges them for digests,
+hand-offs and `/summary`.
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ from typing import TYPE_CHECKING, TextIO
 from agents.base_agent import BaseAgent
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
-from agents.runner import Runner
+from agents.runner import AfterInvocationHook, Runner
 from agents.tree import OutputBudget, build_support_tree
 from bot.config import Settings, secret
 from bot.digests.job import DigestJob
 from bot.digests.posting import DigestPoster
 from bot.slack.message_ts import SlackTsPlugin
-from bot.threads.admission import PriorityLimit
+from bot.threads.admission import LimitedHook, Priority, PriorityLimit
+from bot.threads.loop_lag import LoopLagGate
 from bot.threads.speaker import SpeakerPlugin
 from bot.threads.summaries import Summarizer
 from storage.database import Database
@@ -181,10 +184,29 @@ async def open_models(settings: Settings, *, stderr: TextIO | None = None) -> As
         await server.stop()
 
 
-def build_runner(settings: Settings, db: Database, models: Models | None = None) -> Runner:
+def loop_lag_gate(settings: Settings) -> LoopLagGate:
+    """Holds work starts while the event loop lags (`HOLD_STARTS_OVER_LOOP_LAG_MS`)."""
+    return LoopLagGate(threshold=settings.hold_starts_over_loop_lag_ms / 1000)
+
+
+def work_limit(settings: Settings, gate: LoopLagGate | None = None) -> PriorityLimit:
+    """The process's one slot count (`MAX_CONCURRENT_INVOCATIONS`), shared by replies,
+    commands, digests and window summaries, behind `gate` when given."""
+    return PriorityLimit(
+        settings.max_concurrent_invocations, gate=None if gate is None else gate.admit
+    )
+
+
+def build_runner(
+    settings: Settings,
+    db: Database,
+    models: Models | None = None,
+    limit: PriorityLimit | None = None,
+) -> Runner:
     """The support tree over the database's session service, compacting after each
     invocation on `COMPACTION_MODEL` (default: `MODEL`) and, with
-    `SUMMARY_MODE=incremental`, summarising each window compaction closes."""
+    `SUMMARY_MODE=incremental`, summarising each window compaction closes (under `limit`
+    when given)."""
     models = models or configured_models(settings)
     summarizer = LlmEventSummarizer(models.resolve(models.compaction))
     compactor = Compactor(
@@ -200,7 +222,7 @@ def build_runner(settings: Settings, db: Database, models: Models | None = None)
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=models.factory,
-        after_invocation=[compactor, *window_hooks(settings, db, models)],
+        after_invocation=[compactor, *window_hooks(settings, db, models, limit)],
         plugins=[SlackTsPlugin(), SpeakerPlugin()],
         max_message_chars=settings.max_model_message_chars,
     )
@@ -222,11 +244,15 @@ def build_tree(settings: Settings, models: Models) -> BaseAgent:
     )
 
 
-def window_hooks(settings: Settings, db: Database, models: Models) -> list[IncrementalSummarizer]:
-    """The after-invocation hook that writes window records (none in `whole` mode)."""
+def window_hooks(
+    settings: Settings, db: Database, models: Models, limit: PriorityLimit | None = None
+) -> list[AfterInvocationHook]:
+    """The after-invocation hook that writes window records (none in `whole` mode); with
+    `limit`, it waits for a slot at digest priority, behind every waiting reply."""
     if settings.summary_mode != "incremental":
         return []
-    return [incremental_summarizer(settings, db, build_summary_service(settings, db, models))]
+    hook = incremental_summarizer(settings, db, build_summary_service(settings, db, models))
+    return [hook if limit is None else LimitedHook(hook, limit, Priority.DIGEST)]
 
 
 def incremental_summarizer(

@@ -27,6 +27,7 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
+from agents.summary.results import WindowGap
 from bot.digests.posting import DigestPoster, Posted, StoredDigest, post_digest
 from bot.slack.permalinks import ThreadLinks, thread_links
 from bot.slack.render.blocks import Block, digest_message, unavailable_message
@@ -295,6 +296,7 @@ class DigestJob:
             session = await self.db.sessions.of_thread(thread)
             record = HandoffRecord.model_validate(stored.record)
             events = session.events if session else []
+            gaps, windows = await self._stored_gaps(stored.source_session_id, last_seq)
             text, blocks = digest_message(
                 record,
                 events=events,
@@ -302,6 +304,8 @@ class DigestJob:
                 owners=owning_agents(events),
                 cost=stored.cost,
                 attempts=stored.attempts,
+                gaps=gaps,
+                windows=windows,
                 feedback=await self.db.feedback.for_session(stored.source_session_id),
             )
             # A process may have died after posting (some of) it: resume, never repeat.
@@ -314,6 +318,20 @@ class DigestJob:
             thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
         )
         return outcome
+
+    async def _stored_gaps(self, session_id: str, last_seq: int) -> tuple[list[WindowGap], int]:
+        """The gaps and window count of the stored windows (`SUMMARY_MODE=incremental`) a
+        digest through `last_seq` merged, so its re-post names them as the first post
+        would have; none in `whole` mode, which stores no windows."""
+        windows = [
+            w for w in await self.db.windows.windows(session_id) if w.span.end_seq <= last_seq
+        ]
+        gaps = [
+            WindowGap(w.span.start_id, w.span.end_id, w.problems)
+            for w in windows
+            if w.record is None
+        ]
+        return gaps, len(windows)
 
     async def _unavailable(
         self, thread: ThreadRecord, problems: list[str], last_seq: int

@@ -20,10 +20,11 @@ from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
 from bot.slack.services import BotServices
+from bot.threads.admission import PriorityLimit
 from bot.threads.loop_lag import LoopLagGate
 from bot.threads.summaries import Summarizer
 from bot.threads.worker import ThreadWorker
-from bot.wiring import build_runner, build_summarizer, process_owner
+from bot.wiring import build_runner, build_summarizer, loop_lag_gate, process_owner, work_limit
 from storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -67,20 +68,27 @@ async def create_services(
     runner: Runner | None = None,
     summarizer: Summarizer | None = None,
     retry_backoff: float = 0.5,
+    limit: PriorityLimit | None = None,
+    gate: LoopLagGate | None = None,
 ) -> tuple[BotServices, SlackClient]:
-    """Open storage and build the runner and summariser from settings, unless given."""
+    """Open storage and build the runner and summariser from settings, unless given.
+    `limit` is the shared slot count a given runner's window hooks were built under,
+    with its loop-lag `gate` (`bot.wiring.work_limit`)."""
     slack = SlackClient(settings, retry_backoff=retry_backoff)
     if db is None:
         db = await Database.open(settings.database_url)
+    gate = loop_lag_gate(settings) if gate is None else gate
+    limit = work_limit(settings, gate) if limit is None else limit
     services = BotServices(
         settings=settings,
         client=slack.web,
         db=db,
-        runner=build_runner(settings, db) if runner is None else runner,
+        runner=build_runner(settings, db, limit=limit) if runner is None else runner,
         worker=ThreadWorker(
             max_concurrent=settings.max_concurrent_invocations,
             max_queue=settings.max_thread_queue,
-            gate=LoopLagGate(threshold=settings.hold_starts_over_loop_lag_ms / 1000),
+            gate=gate,
+            limit=limit,
         ),
         summarizer=build_summarizer(settings, db) if summarizer is None else summarizer,
         owner=process_owner(),

@@ -20,6 +20,8 @@ from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.client import SlackClient
 from bot.slack.services import BotServices
+from bot.threads.admission import PriorityLimit
+from bot.threads.loop_lag import LoopLagGate
 from bot.threads.summaries import Summarizer
 from bot.wiring import build_digest_job
 from storage.database import Database
@@ -66,10 +68,14 @@ async def serve_http(
     db: Database | None = None,
     runner: Runner | None = None,
     summarizer: Summarizer | None = None,
+    limit: PriorityLimit | None = None,
+    gate: LoopLagGate | None = None,
 ) -> None:
     """HTTP mode: signed requests on POST /slack/events (storage and engine built from
     settings unless given)."""
-    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
+    services, slack = await create_services(
+        settings, db=db, runner=runner, summarizer=summarizer, limit=limit, gate=gate
+    )
     scheduler = start_jobs(services)
     bolt = build_bolt_app(services)
     on_close = _closer(services, slack, scheduler)
@@ -82,9 +88,13 @@ async def serve_socket(
     db: Database | None = None,
     runner: Runner | None = None,
     summarizer: Summarizer | None = None,
+    limit: PriorityLimit | None = None,
+    gate: LoopLagGate | None = None,
 ) -> None:
     """Socket Mode: events over a WebSocket; /healthz and /metrics still on PORT."""
-    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
+    services, slack = await create_services(
+        settings, db=db, runner=runner, summarizer=summarizer, limit=limit, gate=gate
+    )
     scheduler = start_jobs(services)
     bolt = build_bolt_app(services)
     handler = socket_handler(bolt, settings, services.client)

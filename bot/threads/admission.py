@@ -3,8 +3,9 @@
 Every piece of model-bound work — a reply, a command, a shortcut, a digest — holds a slot
 of one `PriorityLimit` while it runs, so `MAX_CONCURRENT_INVOCATIONS` bounds them all
 together. When slots are short, waiting replies go before waiting digests: a person in
-a thread is waiting for the one, nobody for the other. `UserRate` is a token bucket per
-user that callers ask before they accept a message or command.
+a thread is waiting for the one, nobody for the other. `LimitedHook` puts background
+model work that follows a reply (window summaries) under the same limit. `UserRate` is
+a token bucket per user that callers ask before they accept a message or command.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from enum import IntEnum
+from typing import Any
 
 
 class Priority(IntEnum):
@@ -76,6 +78,26 @@ class PriorityLimit:
                 fut.set_result(None)
                 return
         self._free += 1
+
+
+class LimitedHook:
+    """An after-invocation hook that runs only while holding a slot of `limit` at
+    `priority`: on a model with one slot, a reply never waits behind it."""
+
+    def __init__(
+        self,
+        hook: Callable[[Any, str], Awaitable[None]],
+        limit: PriorityLimit,
+        priority: Priority,
+    ) -> None:
+        self.hook = hook
+        self.limit = limit
+        self.priority = priority
+
+    async def __call__(self, session: Any, invocation_id: str) -> None:
+        """Wait for a slot, then run the hook."""
+        async with self.limit.slot(self.priority):
+            await self.hook(session, invocation_id)
 
 
 class UserRate:

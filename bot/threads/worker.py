@@ -26,9 +26,11 @@ class ThreadWorker:
     Jobs with the same key (a Slack thread) run one at a time in submission order, at
     most `max_queue` of them waiting or running per key; different keys run
     concurrently. Thread jobs and `run` work (commands, shortcuts, digests) share one
-    `PriorityLimit` of `max_concurrent` slots, thread replies first.
+    `PriorityLimit` of `max_concurrent` slots (or `limit`, shared with other background
+    work such as window summaries), thread replies first.
     With a `gate`, no job or `run` work starts while the event loop is behind (acks
-    first); it waits for the gate, then for a slot.
+    first); it waits for the gate, then for a slot. A given `limit` is built with the
+    same gate (`bot.wiring.work_limit`); the worker closes the gate on drain.
     `drain()` stops intake, lets in-flight work finish within a timeout, then cancels
     what is left (each job handles its own cancellation, e.g. by telling the user).
     """
@@ -39,9 +41,12 @@ class ThreadWorker:
         max_concurrent: int,
         max_queue: int | None = None,
         gate: LoopLagGate | None = None,
+        limit: PriorityLimit | None = None,
     ) -> None:
         self.gate = gate
-        self.limit = PriorityLimit(max_concurrent, gate=None if gate is None else gate.admit)
+        if limit is None:
+            limit = PriorityLimit(max_concurrent, gate=None if gate is None else gate.admit)
+        self.limit = limit
         self._max_queue = max_queue
         self._queues: dict[Hashable, deque[Job]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()

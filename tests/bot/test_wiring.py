@@ -101,25 +101,46 @@ def test_output_caps_come_from_settings() -> None:
     assert root.tools[0].agent.generate_config.max_tokens == 80  # type: ignore[attr-defined]
 
 
-async def test_summary_mode_incremental_by_default_whole_on_request(tmp_path: Path) -> None:
+async def test_summary_mode_whole_by_default_incremental_on_request(tmp_path: Path) -> None:
     from agents.compaction import Compactor
     from agents.summary.incremental import IncrementalSummarizer
-    from bot.wiring import build_runner, build_summarizer
+    from bot.threads.admission import LimitedHook, Priority
+    from bot.wiring import build_runner, build_summarizer, work_limit
 
     db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
     try:
-        shipped = Settings(_env_file=None, compaction_interval=4)  # type: ignore[call-arg]
-        assert shipped.summary_mode == "incremental"
-        summarizer = build_summarizer(shipped, db, configured_models(shipped))
+        shipped = Settings(_env_file=None)  # type: ignore[call-arg]
+        assert shipped.summary_mode == "whole"
+        assert isinstance(build_summarizer(shipped, db, configured_models(shipped)), SummaryService)
+        [only] = build_runner(shipped, db).after_invocation
+        assert isinstance(only, Compactor)
+
+        windows = Settings(_env_file=None, summary_mode="incremental", compaction_interval=4)  # type: ignore[call-arg]
+        summarizer = build_summarizer(windows, db, configured_models(windows))
         assert isinstance(summarizer, IncrementalSummarizer)
         assert (summarizer.store, summarizer.interval) == (db.windows, 4)
-        compactor, hook = build_runner(shipped, db).after_invocation
-        assert isinstance(compactor, Compactor) and isinstance(hook, IncrementalSummarizer)
-        assert hook.session_service is db.sessions
-
-        whole = Settings(_env_file=None, summary_mode="whole")  # type: ignore[call-arg]
-        assert isinstance(build_summarizer(whole, db, configured_models(whole)), SummaryService)
-        [only] = build_runner(whole, db).after_invocation
-        assert isinstance(only, Compactor)
+        # In a running bot the window hook waits for the shared slot count, replies first.
+        limit = work_limit(windows)
+        compactor, hook = build_runner(windows, db, limit=limit).after_invocation
+        assert isinstance(compactor, Compactor) and isinstance(hook, LimitedHook)
+        assert (hook.limit, hook.priority) == (limit, Priority.DIGEST)
+        assert isinstance(hook.hook, IncrementalSummarizer)
+        assert hook.hook.session_service is db.sessions
     finally:
+        await db.close()
+
+
+async def test_the_bot_shares_one_slot_count_between_replies_and_window_summaries(
+    tmp_path: Path,
+) -> None:
+    from bot.threads.admission import LimitedHook
+
+    config = Settings(_env_file=None, slack_bot_token="xoxb-test", summary_mode="incremental")  # type: ignore[call-arg]
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    services, slack = await create_services(config, db=db)
+    try:
+        [hook] = [h for h in services.runner.after_invocation if isinstance(h, LimitedHook)]
+        assert hook.limit is services.worker.limit
+    finally:
+        await slack.close()
         await db.close()

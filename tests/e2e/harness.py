@@ -66,11 +66,13 @@ class BotHarness:
         summarizer: Any = None,
         compaction_model: Any = None,
         after_invocation: Sequence[Any] = (),
+        limit: Any = None,
         **settings: Any,
     ) -> BotHarness:
         """Start the bot; `compaction_model` compacts after each invocation as shipped
         (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`); `after_invocation` hooks run after
-        it (the window records of `SUMMARY_MODE=incremental`, say)."""
+        it (the window records of `SUMMARY_MODE=incremental`, say); `limit` is the shared
+        slot count those hooks were built under (`bot.wiring.work_limit`)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,
@@ -96,7 +98,7 @@ class BotHarness:
             max_message_chars=config.max_model_message_chars,
         )
         services, client = await create_services(
-            config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05
+            config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05, limit=limit
         )
         harness = cls(slack, services, client.close)
         app = build_web_app(services, build_bolt_app(services))

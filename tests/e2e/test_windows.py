@@ -1,34 +1,40 @@
-"""Handoff records built as the thread goes (`SUMMARY_MODE=incremental`, the default), end
-to end over real HTTP with signed Slack requests, on the shipped assembly
-(`bot.wiring.build_summarizer` and `window_hooks`, compaction on).
+"""Handoff records built as the thread goes (`SUMMARY_MODE=incremental`), end to end over
+real HTTP with signed Slack requests, on the shipped assembly (`bot.wiring.build_summarizer`
+and `window_hooks` under the process's shared slot count, compaction on).
 
 A 40-event thread (20 turns, windows of 5 invocations) is summarised window by window
 as it goes; the digest at idle summarises nothing new and posts one merged record. A
 window that fails twice is a named gap linked to its raw messages. `forget --user`
 removes the windows holding the user's events and the next digest rebuilds them.
-`SUMMARY_MODE=whole` summarises the whole thread once, at idle, as before.
+A window summary waits for a slot behind every waiting reply. `SUMMARY_MODE=whole` (the
+default) summarises the whole thread once, at idle.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.events import Event
+from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.record import HandoffRecord
 from bot.config import Settings
 from bot.digests.job import DigestJob
 from bot.ops.commands import forget
 from bot.slack.permalinks import ThreadLinks
-from bot.wiring import Models, build_summarizer, window_hooks
+from bot.threads.admission import Priority
+from bot.wiring import Models, build_summarizer, window_hooks, work_limit
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, channel_message
-from tests.e2e.replies import wait_answers
+from tests.e2e.replies import answers, wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.transcript_summarizer import TranscriptSummarizer
@@ -66,20 +72,40 @@ async def _bot(
     settings: Settings,
     summaries: TranscriptSummarizer,
     database: Any,
+    *,
+    before_windows: tuple[Any, ...] = (),
 ) -> BotHarness:
+    """The bot as shipped for `settings`; `before_windows` hooks run between compaction
+    and the window hook."""
     model = AgentModel({"support_supervisor": [f"Answer {t}." for t in range(TURNS)]})
     models = Models(
         main=model, summary=summaries, compaction=model, factory=lambda _: model, label="test"
     )
+    limit = work_limit(settings)
     return await start_bot(
         support_tree(model),  # type: ignore[arg-type]
         summarizer=build_summarizer(settings, database, models),
         compaction_model=model,
-        after_invocation=window_hooks(settings, database, models),
+        after_invocation=[*before_windows, *window_hooks(settings, database, models, limit)],
+        limit=limit,
         compaction_interval=INTERVAL,
         summary_mode=settings.summary_mode,
+        max_concurrent_invocations=settings.max_concurrent_invocations,
         support_lead_channel="CLEAD",
     )
+
+
+async def _turn(bot: BotHarness, slack: FakeSlackApi, turn: int, user: str = "U1") -> None:
+    """One message of the thread, answered."""
+    text, ts = _message(turn), _ts(turn)
+    slack.add_message("C1", ts=ts, text=text, user=user, thread_ts=None if turn == 0 else ROOT)
+    await bot.send_event(
+        channel_message(
+            text, ts=ts, user=user, thread_ts=None if turn == 0 else ROOT, mention=turn == 0
+        )
+    )
+    await wait_answers(slack, turn + 1)
+    await bot.idle()
 
 
 async def _converse(
@@ -87,16 +113,7 @@ async def _converse(
 ) -> Any:
     """Twenty turns in one thread; returns the thread's session."""
     for turn in range(TURNS):
-        user = (speakers or {}).get(turn, "U1")
-        text, ts = _message(turn), _ts(turn)
-        slack.add_message("C1", ts=ts, text=text, user=user, thread_ts=None if turn == 0 else ROOT)
-        await bot.send_event(
-            channel_message(
-                text, ts=ts, user=user, thread_ts=None if turn == 0 else ROOT, mention=turn == 0
-            )
-        )
-        await wait_answers(slack, turn + 1)
-        await bot.idle()
+        await _turn(bot, slack, turn, (speakers or {}).get(turn, "U1"))
         await bot.services.runner.drain()
     return await _session(bot)
 
@@ -109,12 +126,15 @@ async def _session(bot: BotHarness) -> Any:
     )
 
 
-async def _digest(bot: BotHarness) -> Any:
-    job = DigestJob(
+def _job(bot: BotHarness) -> DigestJob:
+    return DigestJob(
         db=bot.services.db, summarizer=bot.services.summarizer, client=bot.services.client,
         lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
     )  # fmt: skip
-    [outcome] = await job.run_once()
+
+
+async def _digest(bot: BotHarness) -> Any:
+    [outcome] = await _job(bot).run_once()
     return outcome
 
 
@@ -126,7 +146,8 @@ async def test_a_40_event_thread_gives_4_window_records_and_one_merged_record(
     slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
 ) -> None:
     summaries = TranscriptSummarizer()
-    bot = await _bot(slack, start_bot, _settings(tmp_path, slack), summaries, database)
+    settings = _settings(tmp_path, slack, summary_mode="incremental")
+    bot = await _bot(slack, start_bot, settings, summaries, database)
     session = await _converse(bot, slack)
     events = _conversation(session)
     assert len(events) == 40
@@ -164,11 +185,17 @@ async def test_a_40_event_thread_gives_4_window_records_and_one_merged_record(
     assert "<<<EARLIER_RECORD\n> Goal:" in summaries.requests[-1].contents[-1].text
 
 
+@pytest.mark.parametrize("first_post_fails", [False, True], ids=["posted", "reposted"])
 async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
-    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+    slack: FakeSlackApi,
+    start_bot: StartBot,
+    database: Any,
+    tmp_path: Path,
+    first_post_fails: bool,
 ) -> None:
     summaries = TranscriptSummarizer(fail=("A-1012",))  # turn 12: the third window
-    bot = await _bot(slack, start_bot, _settings(tmp_path, slack), summaries, database)
+    settings = _settings(tmp_path, slack, summary_mode="incremental")
+    bot = await _bot(slack, start_bot, settings, summaries, database)
     session = await _converse(bot, slack)
     windows = await database.windows.windows(session.id)
     assert [w.status for w in windows] == ["passed", "passed", "gap", "passed"]
@@ -176,8 +203,16 @@ async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
     assert gap.record is None and gap.attempts == 2
     assert any("A-1012" in p for p in gap.problems)
 
+    summarised = len(summaries.transcripts)
+    if first_post_fails:
+        # Stored, then the post failed: the next pass re-posts the stored digest, gaps
+        # named as the first post would have.
+        slack.fail("chat.postMessage", times=10)
+        assert await _job(bot).run_once() == []
+        assert len(await database.digests.list_recent()) == 1
     digest = await _digest(bot)
     assert digest.outcome == "posted", digest.problems
+    assert len(summaries.transcripts) == summarised  # the windows, each summarised once
     [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
     blocks = json.dumps(post["blocks"], ensure_ascii=False)
     links = ThreadLinks("C1", ROOT, f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}")
@@ -198,7 +233,7 @@ async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
 async def test_forget_removes_the_windows_holding_a_users_events_and_the_digest_rebuilds(
     slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
 ) -> None:
-    settings = _settings(tmp_path, slack)
+    settings = _settings(tmp_path, slack, summary_mode="incremental")
     summaries = TranscriptSummarizer()
     bot = await _bot(slack, start_bot, settings, summaries, database)
     session = await _converse(bot, slack, speakers={7: "U2"})  # in the second window
@@ -225,7 +260,8 @@ async def test_summary_mode_whole_summarises_the_whole_thread_once_at_idle(
     slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
 ) -> None:
     summaries = TranscriptSummarizer()
-    settings = _settings(tmp_path, slack, summary_mode="whole")
+    settings = _settings(tmp_path, slack)
+    assert settings.summary_mode == "whole"  # the shipped default
     bot = await _bot(slack, start_bot, settings, summaries, database)
     session = await _converse(bot, slack)
     assert await database.windows.windows(session.id) == []
@@ -237,3 +273,71 @@ async def test_summary_mode_whole_summarises_the_whole_thread_once_at_idle(
     assert "EARLIER_RECORD" not in summaries.requests[0].contents[-1].text
     ids = {e.id for e in session.events}
     assert {line.split("]")[0][1:] for line in transcript.strip().splitlines()} == ids
+
+
+class _RepliesSeen(TranscriptSummarizer):
+    """Notes, at each summary request, how many replies Slack showed finished."""
+
+    def __init__(self, slack: FakeSlackApi) -> None:
+        super().__init__()
+        self.slack = slack
+        self.replies_seen: list[int] = []
+
+    async def generate(self, request: LlmRequest) -> LlmResponse:
+        self.replies_seen.append(len(answers(self.slack)))
+        return await super().generate(request)
+
+
+async def _until(condition: Any) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")
+
+
+async def test_a_waiting_reply_goes_before_a_queued_window_summary(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    # One slot, as on the embedded model.
+    settings = _settings(tmp_path, slack, summary_mode="incremental", max_concurrent_invocations=1)
+    summaries = _RepliesSeen(slack)
+    # Stands where compaction runs (first, outside the limit), held on the window's turn.
+    hold_hooks = asyncio.Event()
+    held = False
+
+    async def compaction_stand_in(session: Any, invocation_id: str) -> None:
+        if held:
+            await hold_hooks.wait()
+
+    bot = await _bot(
+        slack, start_bot, settings, summaries, database, before_windows=(compaction_stand_in,)
+    )
+    for turn in range(INTERVAL - 1):
+        await _turn(bot, slack, turn)
+    held = True
+    await _turn(bot, slack, INTERVAL - 1)  # closes the first window
+    worker = bot.services.worker
+    busy = asyncio.Event()
+
+    async def other_work() -> None:
+        await busy.wait()
+
+    worker.run(other_work(), Priority.COMMAND)  # takes the one slot
+    hold_hooks.set()
+    await _until(lambda: worker.limit.waiting == 1)  # the window summary, queued
+
+    other = "1700003000.000100"
+    slack.add_message("C1", ts=other, text="A new question", user="U2")
+    await bot.send_event(channel_message("A new question", ts=other, user="U2", mention=True))
+    await _until(lambda: worker.limit.waiting == 2)  # the reply, queued after it
+    busy.set()
+    await wait_answers(slack, INTERVAL + 1)
+    await bot.idle()
+    await bot.services.runner.drain()
+
+    # The reply went first: the window was summarised once it had been sent.
+    assert summaries.replies_seen and summaries.replies_seen[0] == INTERVAL + 1
+    session = await _session(bot)
+    [window] = await database.windows.windows(session.id)
+    assert window.status == "passed"

@@ -46,10 +46,14 @@ async def chat_turns(settings: Settings, user: str, *lines: str) -> None:
     await run_chat(settings, user_id=user, interactive=False, out=io.StringIO(), stdin=stdin)
 
 
+# `whole` (the default): /summary, then the digest, each summarise the thread.
+# `incremental`: /summary wrote the thread's window record; the digest found nothing new.
+@pytest.mark.parametrize(("mode", "summaries"), [(None, "2"), ("incremental", "1")])
 async def test_stats_reports_stored_usage_transfers_summaries_and_digests(
-    tmp_path: Path, server: FakeOpenAIServer
+    tmp_path: Path, server: FakeOpenAIServer, mode: str | None, summaries: str
 ) -> None:
-    settings = settings_for(tmp_path, server, idle_after_seconds=0)
+    chosen = {} if mode is None else {"summary_mode": mode}
+    settings = settings_for(tmp_path, server, idle_after_seconds=0, **chosen)
     await chat_turns(settings, "pat", "my order A-1001 is late", "/summary")
     out = io.StringIO()
     assert await digest_once(settings, out) == 0
@@ -68,8 +72,7 @@ async def test_stats_reports_stored_usage_transfers_summaries_and_digests(
     assert table["model calls [support_supervisor]"].strip() == "1 calls, 10+5 tokens, $0.000000"
     assert table["model calls [billing_agent]"].strip().startswith("1 calls, 40+12 tokens")
     assert table["transfers support_supervisor → billing_agent"].strip() == "1"
-    # /summary wrote the thread's window record; the digest at idle found nothing new.
-    assert table["summaries"].strip() == "1"
+    assert table["summaries"].strip() == summaries
     assert table["summary first-attempt pass rate"].strip() == "100.0%"
     assert table["digests stored"].strip() == "1"
     assert table["digests posted"].strip() == "0"
