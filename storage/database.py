@@ -14,7 +14,6 @@ from storage.delivery.deliveries import DeliveryStore
 from storage.delivery.inflight import InflightStore
 from storage.delivery.owners import OwnerStore
 from storage.delivery.thread_locks import ThreadLocks
-from storage.digests import DigestStore
 from storage.dm_conversations import DmConversationStore
 from storage.engine import SqlGate, create_engine, display_url, first_line, normalize_url
 from storage.errors import (
@@ -24,13 +23,14 @@ from storage.errors import (
 )
 from storage.feedback import FeedbackStore
 from storage.forget import ForgetReport, forget_user
-from storage.memory import MemoryStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
-from storage.summary_runs import SummaryRunStore
+from storage.summaries.digests import DigestStore
+from storage.summaries.memory import MemoryStore
+from storage.summaries.summary_runs import SummaryRunStore
+from storage.summaries.windows import WindowStore
 from storage.threads import ThreadStore
-from storage.windows import WindowStore
 
 log = logging.getLogger(__name__)
 

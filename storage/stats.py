@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
 from storage.schema import digests, events, feedback, sessions, threads
-from storage.summary_runs import SummaryRunStore
+from storage.summaries.summary_runs import SummaryRunStore
 
 
 @dataclass

@@ -61,7 +61,7 @@ class StoredWindow:
 
 
 class WindowStore(Protocol):
-    """Where window records live (`storage.windows.WindowStore` in the bot)."""
+    """Where window records live (`storage.summaries.windows.WindowStore` in the bot)."""
 
     async def windows(self, session_id: str) -> list[StoredWindow]:
         """Every stored window of `session_id`, in event order."""

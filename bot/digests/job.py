@@ -35,8 +35,8 @@ from bot.slack.render.limits import post_paged
 from bot.threads.admission import Priority, PriorityLimit
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
-from storage.digests import DigestRow
-from storage.memory import MemoryKind
+from storage.summaries.digests import DigestRow
+from storage.summaries.memory import MemoryKind
 from storage.threads import ThreadRecord
 
 logger = logging.getLogger(__name__)
