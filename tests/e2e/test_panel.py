@@ -69,6 +69,37 @@ async def test_panel_thread_started_sets_title_and_prompts_from_the_tree(
     ]
 
 
+async def test_panel_message_streams_its_reply_between_the_status_and_its_clearing(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    """The shipped configuration: a panel message shows the working agent, then its reply
+    streams (the hand-off as a task), and the status clears once the stream has stopped."""
+    model = ThinkingModel([transfer("billing_agent"), "Your refund is on its way."])
+    bot = await start_bot(support_tree(model))
+    root = "1700000610.000100"
+    await bot.send_event(thread_started(root))
+    await bot.send_event(
+        dm("I was charged twice", ts="1700000611.000100", thread_ts=root, channel=PANEL)
+    )
+    [answer] = await wait_answers(slack)
+    await bot.idle()
+
+    calls = methods(slack)
+    order = [m for m, _ in calls]
+    start, stop = order.index("chat.startStream"), order.index("chat.stopStream")
+    statuses = [(i, a["status"]) for i, (m, a) in enumerate(calls) if m.endswith("setStatus")]
+    assert statuses[0][1] == "support_supervisor is checking your request…"
+    assert "billing_agent is checking your request…" in [text for _, text in statuses]
+    # The status clears only once the streamed reply has stopped.
+    assert statuses[-1][1] == "" and statuses[-1][0] > stop > start
+    assert not any(m == "chat.postMessage" for m in order)  # no placeholder
+    streamed = [a for m, a in calls if m in ("chat.startStream", "chat.appendStream")]
+    tasks = [c for a in streamed for c in a.get("chunks") or [] if c.get("type") != "markdown_text"]
+    assert any("billing_agent" in str(task) for task in tasks)
+    assert calls[stop][1]["ts"] == answer["ts"]  # the streamed message is the answer
+    assert all(a["thread_ts"] == root for m, a in calls if m == "chat.startStream")
+
+
 async def test_panel_message_shows_the_working_agent_then_the_reply(
     slack: FakeSlackApi, start_bot: StartBot, database: Any
 ) -> None:
