@@ -84,6 +84,8 @@ class FakeSlackApi:
         self.members: dict[str, list[str]] = {k: list(v) for k, v in (members or {}).items()}
         self.socket_url = socket_url
         self.latency = latency
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.bots = {bot_user_id, "USLACKBOT", *(bots or set())}
         self.group_dms = set(group_dms or ())
         self.calls: list[Call] = []
@@ -213,7 +215,13 @@ class FakeSlackApi:
         method = request.match_info["method"]
         args = await self._decode(request)
         if self.latency:
-            await asyncio.sleep(self.latency)
+            # Requests held at once: how many connections the client really had open.
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(self.latency)
+            finally:
+                self.in_flight -= 1
         fault = self._faults.get(method)
         if fault is not None and fault.remaining > 0:
             fault.remaining -= 1
