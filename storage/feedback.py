@@ -8,7 +8,7 @@ twice. A person who changes their mind changes their row's value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 import sqlalchemy as sa
@@ -52,14 +52,7 @@ class FeedbackStore:
             inserted = await conn.execute(
                 self._gate.insert(feedback)
                 .values(
-                    session_id=click.session_id,
-                    event_id=click.event_id,
-                    user_id=click.user_id,
-                    agent=click.agent,
-                    value=click.value,
-                    team_id=click.team_id,
-                    channel_id=click.channel_id,
-                    thread_ts=click.thread_ts,
+                    **asdict(click),
                     created_at=now,
                     updated_at=now,
                 )
