@@ -26,6 +26,12 @@ class OfflineSlack:
     async def chat_postMessage(self, **_: Any) -> dict[str, Any]:
         raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
 
+    async def chat_update(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
+
+    async def chat_delete(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
+
     async def conversations_history(self, **_: Any) -> dict[str, Any]:
         raise RuntimeError("no SLACK_BOT_TOKEN: the lead channel cannot be read")
 
