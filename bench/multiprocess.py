@@ -13,8 +13,16 @@ answered; a quarter of the deliveries are repeated with Slack's retry headers. R
 
 1. throughput with 1, 2 and 3 processes (fresh database each; no kill);
 2. 3 processes, one SIGKILLed when half the messages are answered and restarted 10 s
-   later: replies lost, duplicated and out of order, "interrupted" notices, and digests
-   posted per idle thread.
+   later: replies lost, duplicated and out of order, "interrupted" notices, and digest
+   messages per idle thread in the lead channel (the product keeps one per thread: a
+   thread that went idle during the kill pause, got its digest, then more messages, has
+   that message updated; the longest gap between a thread's own messages says how many
+   could go idle mid-run).
+
+Each run also prints what bounds it: the slots' use (messages x model time over
+processes x slots x seconds), CPU seconds of each bot process and of this harness (the
+front, the fake Slack and the senders), the starts each bot held for event-loop lag, and
+the load average.
 
 Bounded: every wait has a deadline, and `--threads`/`--messages` scale it down.
 """
@@ -24,8 +32,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -72,6 +82,19 @@ class Bot:
         self.url = f"http://127.0.0.1:{self.env['PORT']}"
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cpu_before = 0.0  # CPU seconds of earlier (killed) incarnations
+
+    def cpu(self) -> float:
+        """CPU seconds this bot has used, across restarts."""
+        return self.cpu_before + (process_cpu(self.proc.pid) if self.proc else 0.0)
+
+    async def held_starts(self, http: aiohttp.ClientSession) -> int:
+        """Starts this incarnation held back for event-loop lag (`/metrics`)."""
+        async with http.get(f"{self.url}/metrics") as resp:
+            for line in (await resp.text()).splitlines():
+                if line.startswith("support_bot_held_starts_total"):
+                    return int(float(line.split()[-1]))
+        return 0
 
     async def start(self, within: float = 60.0) -> None:
         with self.log.open("ab") as out:
@@ -98,6 +121,7 @@ class Bot:
 
     def kill(self) -> None:
         assert self.proc is not None
+        self.cpu_before = self.cpu()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
 
@@ -109,6 +133,20 @@ class Bot:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux `/proc`)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Front:
@@ -167,6 +205,14 @@ class Result:
     notices: int = 0
     digests: dict[int, int] = field(default_factory=dict)
     digest_repeats: int = 0
+    updated: int = 0
+    idle_mid_run: int = 0
+    longest_gap: float = 0.0
+    bot_cpu: list[float] = field(default_factory=list)
+    harness_cpu: float = 0.0
+    held_starts: list[int] = field(default_factory=list)
+    load: tuple[float, float] = (0.0, 0.0)
+    slot_use: float = 0.0
 
     @property
     def throughput(self) -> float:
@@ -200,11 +246,19 @@ def answers(slack: FakeSlackApi, root: str) -> list[dict[str, Any]]:
 
 
 async def user_thread(
-    slack: FakeSlackApi, sender: Sender, n: int, messages: int, progress: list[int]
+    slack: FakeSlackApi,
+    sender: Sender,
+    n: int,
+    messages: int,
+    progress: list[int],
+    gaps: list[float],
 ) -> str:
-    """One user: `messages` messages in one DM thread, each after the previous answer."""
+    """One user: `messages` messages in one DM thread, each after the previous answer;
+    the longest gap between two of them goes in `gaps`."""
     root, first, where = "", "", channel(n)
+    sent: list[float] = []
     for i in range(messages):
+        sent.append(time.monotonic())
         ts = slack.next_ts()
         first = first or ts
         root = f"{where}/{first}"
@@ -217,6 +271,7 @@ async def user_thread(
             await sender.event(event, event_id=f"Ev{n}x{i}", retry_num=1)
         await until(lambda i=i, r=root: len(answers(slack, r)) > i, within=REPLY_WITHIN_S)
         progress[0] += 1
+    gaps.append(max((b - a for a, b in itertools.pairwise(sent)), default=0.0))
     return root
 
 
@@ -241,8 +296,8 @@ def _notices(slack: FakeSlackApi, root: str) -> int:
 
 
 async def digest_repeats(url: str, slack: FakeSlackApi, roots: list[str]) -> int:
-    """Digest posts beyond one per stored digest: the same `(session, last event)`
-    posted twice. (A thread idle twice, in a pause and at the end, has two digests.)"""
+    """Digest posts and updates beyond one per stored digest: the same `(session, last
+    event)` shown twice. (A thread idle twice, in a pause and at the end, has two.)"""
     db = await Database.open(url)
     try:
         stored = await db.digests.list_recent(limit=100 * len(roots) + 100)
@@ -253,26 +308,44 @@ async def digest_repeats(url: str, slack: FakeSlackApi, roots: list[str]) -> int
         if row.thread is not None:
             root = f"{row.thread.channel_id}/{row.thread.thread_ts}"
             per_thread[root] = per_thread.get(root, 0) + 1
-    posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
+    changes = [
+        json.dumps(c)
+        for method in ("chat.postMessage", "chat.update")
+        for c in slack.calls_to(method)
+        if c.get("channel") == LEAD
+    ]
     repeats = 0
     for root in roots:
-        dm_channel, ts = root.split("/")
-        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
-        posted = sum(1 for post in posts if link in post)
+        posted = sum(1 for change in changes if _links(root) in change)
         repeats += max(0, posted - per_thread.get(root, 0))
     return repeats
 
 
+def _links(root: str) -> str:
+    dm_channel, ts = root.split("/")
+    return f"/archives/{dm_channel}/p{ts.replace('.', '')}"
+
+
 def digests_per_thread(slack: FakeSlackApi, roots: list[str]) -> dict[int, int]:
-    """How many threads got 0, 1, 2 ... digests in the lead channel."""
-    posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
+    """How many threads have 0, 1, 2 ... digest messages in the lead channel (a long
+    digest's later pages are replies in its thread, not messages of their own)."""
+    shown = [
+        json.dumps(m)
+        for m in slack.messages.get(LEAD, {}).values()
+        if not m.get("thread_ts") or m.get("thread_ts") == m.get("ts")
+    ]
     counts: dict[int, int] = {}
     for root in roots:
-        dm_channel, ts = root.split("/")
-        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
-        n = sum(1 for post in posts if link in post)
+        link = _links(root)
+        n = sum(1 for message in shown if link in message)
         counts[n] = counts.get(n, 0) + 1
     return counts
+
+
+def updated_threads(slack: FakeSlackApi, roots: list[str]) -> int:
+    """Threads whose digest message was updated in place (it went idle again)."""
+    updates = [json.dumps(c) for c in slack.calls_to("chat.update") if c.get("channel") == LEAD]
+    return sum(1 for root in roots if any(_links(root) in u for u in updates))
 
 
 async def run(
@@ -301,12 +374,13 @@ async def run(
         await front.start()
         sender = Sender(front.url)
         total = args.threads * args.messages
-        progress = [0]
+        progress, gaps = [0], list[float]()
+        load_before, cpu_before = os.getloadavg()[0], own_cpu()
         try:
             started = time.monotonic()
             chains = asyncio.gather(
                 *(
-                    user_thread(slack, sender, n, args.messages, progress)
+                    user_thread(slack, sender, n, args.messages, progress, gaps)
                     for n in range(args.threads)
                 )
             )
@@ -319,6 +393,13 @@ async def run(
             roots = await chains
             seconds = time.monotonic() - started
             result = Result(processes, total, seconds)
+            result.harness_cpu = own_cpu() - cpu_before
+            result.bot_cpu = [bot.cpu() for bot in bots]
+            result.held_starts = [await bot.held_starts(sender.http) for bot in bots]
+            result.load = (load_before, os.getloadavg()[0])
+            result.slot_use = total * args.delay / (processes * args.capacity * seconds)
+            result.longest_gap = max(gaps, default=0.0)
+            result.idle_mid_run = sum(1 for gap in gaps if gap > IDLE_AFTER_S)
             tally(slack, roots, args.messages, result)
             if kill:
                 await until(
@@ -327,6 +408,7 @@ async def run(
                 )
                 await asyncio.sleep(IDLE_AFTER_S + 3)  # time for a second digest to appear
                 result.digests = digests_per_thread(slack, roots)
+                result.updated = updated_threads(slack, roots)
                 result.digest_repeats = await digest_repeats(url, slack, roots)
         finally:
             await sender.close()
@@ -343,6 +425,12 @@ def report(result: Result, base: Result | None) -> None:
         f" = {result.throughput:.1f} msg/s{ratio};"
         f" lost {result.lost}, duplicated {result.duplicated},"
         f" threads out of order {result.out_of_order}, notices {result.notices}"
+    )
+    cpu = ", ".join(f"{c:.1f}" for c in result.bot_cpu)
+    print(
+        f"  slots in use {result.slot_use:.0%}; CPU s: bots {cpu}, harness"
+        f" {result.harness_cpu:.1f}; starts held for loop lag {result.held_starts};"
+        f" load {result.load[0]:.1f} -> {result.load[1]:.1f}"
     )
 
 
@@ -364,7 +452,12 @@ async def main(args: argparse.Namespace) -> None:
         report(killed, base)
         shown = ", ".join(f"{k} digest(s): {v} threads" for k, v in sorted(killed.digests.items()))
         print(f"digest posts repeating a stored digest: {killed.digest_repeats}")
-        print(f"digests per idle thread: {shown}")
+        print(f"digest messages per idle thread in the lead channel: {shown}")
+        print(
+            f"threads whose digest message was updated in place: {killed.updated};"
+            f" threads with a gap between their own messages over the {IDLE_AFTER_S:.0f} s"
+            f" idle limit: {killed.idle_mid_run} (longest gap {killed.longest_gap:.1f} s)"
+        )
 
 
 if __name__ == "__main__":

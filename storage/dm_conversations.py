@@ -8,7 +8,9 @@ as its root. Messages in a Slack thread always belong to that thread.
 
 One row per DM holds the current conversation's root and its last activity. Choosing
 the conversation is one INSERT ... ON CONFLICT UPDATE, so two top-level messages that
-arrive at once at different processes still agree on it.
+arrive at once at different processes still agree on it. A top-level message folded
+into a conversation it does not root is recorded (`dm_folded`), in the same
+transaction, so that a reply in the Slack thread under it joins that conversation.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
-from storage.schema import dm_conversations
+from storage.schema import dm_conversations, dm_folded
 
 
 class DmConversationStore:
@@ -46,29 +48,46 @@ class DmConversationStore:
         ).returning(current.root_ts)
 
         async def tx(conn: AsyncConnection) -> str:
-            return str((await conn.execute(stmt)).scalar_one())
+            root = str((await conn.execute(stmt)).scalar_one())
+            if root != message_ts:
+                folded = self._gate.insert(dm_folded).values(
+                    team_id=team_id, channel_id=channel_id, message_ts=message_ts, root_ts=root
+                )
+                await conn.execute(folded.on_conflict_do_nothing())
+            return root
 
         return await self._gate.write(tx)
 
-    async def touch(self, team_id: str, channel_id: str, thread_ts: str, *, now: float) -> None:
-        """A message in the thread `thread_ts`: if that is the DM's current conversation,
-        it is active now (replying in the thread keeps it going)."""
-        current = dm_conversations.c
-        stmt = (
-            sa.update(dm_conversations)
-            .where(
-                current.team_id == team_id,
-                current.channel_id == channel_id,
-                current.root_ts == thread_ts,
-                current.last_at < now,
-            )
-            .values(last_at=now)
+    async def thread_root(
+        self, team_id: str, channel_id: str, thread_ts: str, *, now: float
+    ) -> str:
+        """The root of the conversation a message in the Slack thread `thread_ts`
+        belongs to: the conversation `thread_ts` was folded into, else the thread itself.
+        If that is the DM's current conversation, it is active now (replying keeps it
+        going)."""
+        folded = sa.select(dm_folded.c.root_ts).where(
+            dm_folded.c.team_id == team_id,
+            dm_folded.c.channel_id == channel_id,
+            dm_folded.c.message_ts == thread_ts,
         )
+        current = dm_conversations.c
 
-        async def tx(conn: AsyncConnection) -> None:
-            await conn.execute(stmt)
+        async def tx(conn: AsyncConnection) -> str:
+            root = (await conn.execute(folded)).scalar() or thread_ts
+            touch = (
+                sa.update(dm_conversations)
+                .where(
+                    current.team_id == team_id,
+                    current.channel_id == channel_id,
+                    current.root_ts == root,
+                    current.last_at < now,
+                )
+                .values(last_at=now)
+            )
+            await conn.execute(touch)
+            return str(root)
 
-        await self._gate.write(tx)
+        return await self._gate.write(tx)
 
     async def end(self, team_id: str, channel_id: str) -> bool:
         """End the DM's current conversation: its next top-level message starts a new one.

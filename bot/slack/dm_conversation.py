@@ -3,7 +3,9 @@
 The rule (`storage.dm_conversations` keeps the state):
 
 - a DM message in a Slack thread belongs to that thread, and keeps the DM's current
-  conversation going when the thread is that conversation;
+  conversation going when the thread is that conversation; a reply under a top-level
+  message that was folded into a conversation belongs to that conversation (answered
+  in its thread and shown in the DM, like a top-level message);
 - a top-level DM message continues the DM's current conversation: same thread, same
   session, one digest. The bot answers in the conversation's thread and also shows the
   answer at the bottom of the DM (`reply_broadcast`), where the user is looking;
@@ -31,8 +33,10 @@ async def place(db: Database, msg: IncomingMessage, *, idle_minutes: float) -> I
         return msg
     now = time.time()
     if msg.thread_ts is not None:
-        await db.dm_conversations.touch(msg.team_id, msg.channel, msg.thread_ts, now=now)
-        return msg
+        root = await db.dm_conversations.thread_root(
+            msg.team_id, msg.channel, msg.thread_ts, now=now
+        )
+        return msg if root == msg.thread_ts else dataclasses.replace(msg, conversation_ts=root)
     root = await db.dm_conversations.place(
         msg.team_id, msg.channel, msg.ts, now=now, idle_after=idle_minutes * 60
     )
