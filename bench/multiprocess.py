@@ -236,12 +236,13 @@ def channel(n: int) -> str:
 
 
 def answers(slack: FakeSlackApi, root: str) -> list[dict[str, Any]]:
-    """The bot's finished messages in a thread (`root` is "channel/ts"), oldest first."""
+    """The bot's finished messages in a thread (`root` is "channel/ts"), oldest first: a
+    streamed reply counts once its stream is stopped, a placeholder once updated."""
     dm_channel, ts = root.split("/")
     return [
         m
         for m in slack.thread(dm_channel, ts)
-        if m.get("bot_id") and m.get("text") != THINKING_TEXT
+        if m.get("bot_id") and m.get("text") != THINKING_TEXT and not m.get("streaming")
     ]
 
 
