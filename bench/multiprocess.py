@@ -19,10 +19,11 @@ answered; a quarter of the deliveries are repeated with Slack's retry headers. R
    that message updated; the longest gap between a thread's own messages says how many
    could go idle mid-run).
 
-Each run also prints what bounds it: the slots' use (messages x model time over
-processes x slots x seconds), CPU seconds of each bot process and of this harness (the
-front, the fake Slack and the senders), the starts each bot held for event-loop lag, and
-the load average.
+Each run also prints its steady-state rate (between the 10th and 90th percentile answer,
+without the start and the tail of the closed loop) and what bounds it: the slots' use
+(messages x model time over processes x slots x seconds), CPU seconds each bot process
+and this harness (the front, the fake Slack and the senders) used serving, the starts
+each bot held for event-loop lag, and the load average.
 
 Bounded: every wait has a deadline, and `--threads`/`--messages` scale it down.
 """
@@ -82,11 +83,14 @@ class Bot:
         self.url = f"http://127.0.0.1:{self.env['PORT']}"
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
-        self.cpu_before = 0.0  # CPU seconds of earlier (killed) incarnations
+        self.cpu_started = 0.0  # CPU seconds of start-up (imports), not counted
+        self.cpu_before = 0.0  # CPU seconds of earlier (killed) incarnations, once serving
 
     def cpu(self) -> float:
-        """CPU seconds this bot has used, across restarts."""
-        return self.cpu_before + (process_cpu(self.proc.pid) if self.proc else 0.0)
+        """CPU seconds this bot has used serving (after start-up), across restarts."""
+        return self.cpu_before + (
+            process_cpu(self.proc.pid) - self.cpu_started if self.proc else 0.0
+        )
 
     async def held_starts(self, http: aiohttp.ClientSession) -> int:
         """Starts this incarnation held back for event-loop lag (`/metrics`)."""
@@ -113,6 +117,7 @@ class Bot:
                 try:
                     async with http.get(f"{self.url}/healthz") as resp:
                         if resp.status == 200:
+                            self.cpu_started = process_cpu(self.proc.pid)
                             return
                 except aiohttp.ClientError:
                     pass
@@ -214,9 +219,22 @@ class Result:
     load: tuple[float, float] = (0.0, 0.0)
     slot_use: float = 0.0
 
+    steady: float = 0.0
+
     @property
     def throughput(self) -> float:
         return self.messages / self.seconds
+
+
+def steady_rate(answered: list[float]) -> float:
+    """Answers per second between the 10th and the 90th percentile answer: the run's
+    steady state, without the start (every thread's first message at once) and the tail
+    (the last threads' messages, one at a time each, with slots idle)."""
+    done = sorted(answered)
+    first, last = len(done) // 10, len(done) * 9 // 10
+    if last <= first or done[last] <= done[first]:
+        return 0.0
+    return (last - first) / (done[last] - done[first])
 
 
 async def until(check: Callable[[], bool], *, within: float) -> bool:
@@ -251,11 +269,11 @@ async def user_thread(
     sender: Sender,
     n: int,
     messages: int,
-    progress: list[int],
+    progress: list[float],
     gaps: list[float],
 ) -> str:
-    """One user: `messages` messages in one DM thread, each after the previous answer;
-    the longest gap between two of them goes in `gaps`."""
+    """One user: `messages` messages in one DM thread, each after the previous answer
+    (whose time goes in `progress`); the longest gap between two goes in `gaps`."""
     root, first, where = "", "", channel(n)
     sent: list[float] = []
     for i in range(messages):
@@ -271,7 +289,7 @@ async def user_thread(
         if (n + i) % 4 == 0:
             await sender.event(event, event_id=f"Ev{n}x{i}", retry_num=1)
         await until(lambda i=i, r=root: len(answers(slack, r)) > i, within=REPLY_WITHIN_S)
-        progress[0] += 1
+        progress.append(time.monotonic())
     gaps.append(max((b - a for a, b in itertools.pairwise(sent)), default=0.0))
     return root
 
@@ -375,7 +393,7 @@ async def run(
         await front.start()
         sender = Sender(front.url)
         total = args.threads * args.messages
-        progress, gaps = [0], list[float]()
+        progress, gaps = list[float](), list[float]()
         load_before, cpu_before = os.getloadavg()[0], own_cpu()
         try:
             started = time.monotonic()
@@ -387,7 +405,7 @@ async def run(
             )
             if kill:
                 victim = bots[1]
-                await until(lambda: progress[0] >= total // 2, within=3600)
+                await until(lambda: len(progress) >= total // 2, within=3600)
                 victim.kill()
                 await asyncio.sleep(RESTART_AFTER_S)
                 await victim.start()
@@ -399,6 +417,7 @@ async def run(
             result.held_starts = [await bot.held_starts(sender.http) for bot in bots]
             result.load = (load_before, os.getloadavg()[0])
             result.slot_use = total * args.delay / (processes * args.capacity * seconds)
+            result.steady = steady_rate(progress)
             result.longest_gap = max(gaps, default=0.0)
             result.idle_mid_run = sum(1 for gap in gaps if gap > IDLE_AFTER_S)
             tally(slack, roots, args.messages, result)
@@ -421,15 +440,16 @@ async def run(
 
 def report(result: Result, base: Result | None) -> None:
     ratio = f", {result.throughput / base.throughput:.2f}x one process" if base else ""
+    steady = f", {result.steady / base.steady:.2f}x" if base and base.steady else ""
     print(
         f"{result.processes} process(es): {result.messages} messages in {result.seconds:.1f} s"
-        f" = {result.throughput:.1f} msg/s{ratio};"
+        f" = {result.throughput:.1f} msg/s{ratio}; steady state {result.steady:.1f} msg/s{steady};"
         f" lost {result.lost}, duplicated {result.duplicated},"
         f" threads out of order {result.out_of_order}, notices {result.notices}"
     )
     cpu = ", ".join(f"{c:.1f}" for c in result.bot_cpu)
     print(
-        f"  slots in use {result.slot_use:.0%}; CPU s: bots {cpu}, harness"
+        f"  slots in use {result.slot_use:.0%}; CPU s serving: bots {cpu}, harness"
         f" {result.harness_cpu:.1f}; starts held for loop lag {result.held_starts};"
         f" load {result.load[0]:.1f} -> {result.load[1]:.1f}"
     )
