@@ -466,6 +466,8 @@ async def main(args: argparse.Namespace) -> None:
             result = await run(admin, Path(tmp), args, processes, kill=False)
             report(result, base)
             base = base or result
+        if args.throughput_only:
+            return
         print(
             f"3 processes, one SIGKILLed at half-way and restarted {RESTART_AFTER_S:.0f} s later:"
         )
@@ -488,4 +490,5 @@ if __name__ == "__main__":
     parser.add_argument("--delay", type=float, default=2.0, help="model sleep per call, s")
     parser.add_argument("--capacity", type=int, default=16, help="invocations at once per bot")
     parser.add_argument("--kill-only", action="store_true", help="skip the throughput runs")
+    parser.add_argument("--throughput-only", action="store_true", help="skip the kill run")
     asyncio.run(main(parser.parse_args()))

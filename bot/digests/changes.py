@@ -22,9 +22,9 @@ _NAMES = {
 }
 
 
-def _count(n: int, section: str) -> str:
+def _noun(n: int, section: str) -> str:
     one, many = _NAMES.get(section, (section, section))
-    return f"{n} {one if n == 1 else many}"
+    return one if n == 1 else many
 
 
 def _record(row: DigestRow) -> HandoffRecord | None:
@@ -38,10 +38,10 @@ def _section_changes(before: HandoffRecord, after: HandoffRecord) -> list[str]:
         old = {item.text.strip() for item in getattr(before, section)}
         new = {item.text.strip() for item in getattr(after, section)}
         if added := len(new - old):
-            changes.append(f"{_count(added, section)} new")
+            changes.append(f"{added} new {_noun(added, section)}")
         if removed := len(old - new):
             verb = "closed" if section == "open_questions" else "no longer listed"
-            changes.append(f"{_count(removed, section)} {verb}")
+            changes.append(f"{removed} {_noun(removed, section)} {verb}")
     return changes
 
 

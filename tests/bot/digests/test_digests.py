@@ -212,7 +212,7 @@ async def test_digest_new_activity_updates_the_threads_one_message_saying_what_c
     assert update["ts"] == first.slack_ts == second.slack_ts
     shown = json.dumps(update["blocks"])
     assert "Updated handoff digest" in shown
-    assert "Updated after 1 new message in the thread: 1 fact new." in shown
+    assert "Updated after 1 new message in the thread: 1 new fact." in shown
     assert update["metadata"]["event_payload"]["digest_id"] == second.digest_id
     assert await db.digests.posted_pages(second.digest_id or 0) == {1: first.slack_ts}
 
