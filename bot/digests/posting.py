@@ -158,15 +158,23 @@ async def post_digest(
         page_text = text if number == 1 else f"{text} (part {number})"
         await before_post()
         if number in replaces:
-            await client.chat_update(
-                channel=channel,
-                ts=replaces[number],
-                text=page_text,
-                blocks=blocks_of_page,
-                metadata=digest.marker(number),
-            )
-            posted[number] = replaces[number]
-        else:
+            try:
+                await client.chat_update(
+                    channel=channel,
+                    ts=replaces[number],
+                    text=page_text,
+                    blocks=blocks_of_page,
+                    metadata=digest.marker(number),
+                )
+                posted[number] = replaces[number]
+            except SlackApiError as exc:
+                if exc.response.get("error") != "message_not_found":
+                    raise
+                # Someone deleted it in Slack: post this page anew; without the first
+                # page, the old thread's later pages are out of sight, so post them all.
+                replaces = {} if number == 1 else replaces
+                replaces.pop(number, None)
+        if number not in posted:
             answer = await client.chat_postMessage(
                 channel=channel,
                 text=page_text,

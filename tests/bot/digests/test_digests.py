@@ -217,6 +217,35 @@ async def test_digest_new_activity_updates_the_threads_one_message_saying_what_c
     assert await db.digests.posted_pages(second.digest_id or 0) == {1: first.slack_ts}
 
 
+async def test_digest_whose_lead_message_was_deleted_in_slack_is_posted_anew(
+    db: Database, client: AsyncWebClient, slack: FakeSlackApi
+) -> None:
+    from tests.agents.summary.conftest import user
+
+    clock = Clock()
+    key = await seed_thread(db, "100.000001", greeting(100), now=clock.now)
+    clock.now += IDLE + 1
+    digests = job(db, client, clock, ScriptedModel([greeting_record, greeting_record]))
+    (first,) = await digests.run_once()
+    del slack.messages[LEAD][first.slack_ts or ""]  # a lead deleted it
+    thread = await db.threads.get(key)
+    assert thread is not None
+    session = await db.sessions.get_session(
+        app_name="support", user_id=thread.user_id, session_id=thread.session_id
+    )
+    assert session is not None
+    await db.sessions.append_event(
+        session, user("hello again", custom_metadata={SLACK_TS: "100.3"})
+    )
+    clock.now += IDLE + 1
+    await db.threads.touch(key, now=clock.now - IDLE - 1)
+    (second,) = await digests.run_once()
+    assert second.outcome == "posted" and second.slack_ts != first.slack_ts
+    [shown] = slack.messages[LEAD].values()
+    assert shown["ts"] == second.slack_ts
+    assert shown["metadata"]["event_payload"]["digest_id"] == second.digest_id
+
+
 async def test_digest_without_lead_channel_is_stored_not_posted(
     db: Database, client: AsyncWebClient, slack: FakeSlackApi
 ) -> None:
