@@ -25,7 +25,9 @@ without the start and the tail of the closed loop) and what bounds it: the slots
 and this harness (the front, the fake Slack and the senders) used serving, the starts
 each bot held for event-loop lag, and the load average.
 
-Bounded: every wait has a deadline, and `--threads`/`--messages` scale it down.
+Bounded: every wait has a deadline (a start-up's is 300 s: `import litellm` alone took
+over a minute on the shared machine at load 15), and `--threads`/`--messages` scale it
+down.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class Bot:
                     return int(float(line.split()[-1]))
         return 0
 
-    async def start(self, within: float = 60.0) -> None:
+    async def start(self, within: float = 300.0) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once; health polled
                 [sys.executable, str(REPO / "bench" / "load_apps.py"), "multi"],

@@ -157,7 +157,7 @@ class SlackReplier:
         try:
             await self._answer(key, msg, record, status)
         finally:
-            await status.close()
+            self.panel.clear_later(msg, status)
 
     async def refuse_busy(self, msg: IncomingMessage) -> None:
         """Say "busy, try again shortly" in the message's thread and let it go (over the
