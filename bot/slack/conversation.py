@@ -24,6 +24,7 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
+from bot.slack import dm_conversation
 from bot.slack.assistant.panel import Panel
 from bot.slack.assistant.status import TurnStatus
 from bot.slack.message_ts import turn_metadata
@@ -96,6 +97,7 @@ class SlackReplier:
             delivery_key=f"message:{msg.team_id}:{msg.channel}:{msg.ts}",
             owner=self.s.owner,
             now=time.time(),
+            keeps_dm_conversation=dm_conversation.keeps_conversation(msg),
         )
         if not accepted:
             REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")

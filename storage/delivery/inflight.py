@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.delivery.owners import owner_is_dead
+from storage.dm_conversations import touch_in as touch_dm_conversation_in
 from storage.engine import SqlGate
 from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
@@ -110,11 +111,14 @@ _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limi
 class _Pending:
     """One `accept` waiting for the next batch."""
 
-    __slots__ = ("delivery", "future", "row")
+    __slots__ = ("delivery", "future", "keeps_dm_conversation", "row")
 
-    def __init__(self, delivery: dict[str, Any], row: dict[str, Any]) -> None:
+    def __init__(
+        self, delivery: dict[str, Any], row: dict[str, Any], keeps_dm_conversation: bool
+    ) -> None:
         self.delivery = delivery
         self.row = row
+        self.keeps_dm_conversation = keeps_dm_conversation
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
 
@@ -139,9 +143,13 @@ class InflightStore:
         delivery_key: str,
         owner: str,
         now: float,
+        keeps_dm_conversation: bool = False,
     ) -> bool:
         """Record the delivery and the message at once; False (nothing written) when the
-        delivery key was seen before, by any process.
+        delivery key was seen before, by any process. With `keeps_dm_conversation` (a
+        DM message in a thread) the same transaction keeps the DM's conversation rooted
+        at `thread_ts` active (`storage.dm_conversations`), rather than one more write
+        on the ack path.
 
         Accepts sit on the ack path, so concurrent ones are group-committed: every accept
         that arrives while a batch is being written goes into the next single
@@ -157,6 +165,7 @@ class InflightStore:
                 "owner": owner,
                 "accepted_at": now,
             },
+            keeps_dm_conversation,
         )
         self._queue.append(pending)
         if self._flusher is None or self._flusher.done():
@@ -185,6 +194,12 @@ class InflightStore:
         winners = {first[key] for (key,) in inserted}
         if winners:
             await conn.execute(self._insert_row, [p.row for p in winners])
+        for p in winners:
+            if p.keeps_dm_conversation:
+                row = p.row
+                await touch_dm_conversation_in(
+                    conn, row["team_id"], row["channel_id"], row["thread_ts"], now=row["accepted_at"]
+                )
         return winners
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
