@@ -74,3 +74,18 @@ def configure_logging(level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.Formatter.converter = time.gmtime
+
+
+def library_logger(name: str) -> logging.Logger:
+    """The logger `name`, its own level set to the one it inherits now (the root's, as
+    `configure_logging` set it).
+
+    slack_sdk and slack_bolt test `logger.level <= DEBUG` (the logger's own level, not
+    the effective one) before building their debug lines, and an unset level is 0: so
+    every Web API call formatted its whole request and response, and every Bolt request
+    its middleware names, only for the lines to be dropped (the load benchmark's profile).
+    """
+    logger = logging.getLogger(name)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logger.getEffectiveLevel())
+    return logger
