@@ -129,18 +129,21 @@ class SlackReplier:
         back) to wait for that message, until `deadline`."""
         db = self.s.db
         async with db.thread_locks.hold(key):
-            earlier, record = await db.inflight.earlier_and_thread(
-                inflight_key(msg), key, owner=self.s.owner
-            )
-            if earlier:
+            check = await db.inflight.earlier_and_thread(inflight_key(msg), key, owner=self.s.owner)
+            if check.earlier:
                 if time.monotonic() < deadline:
                     return False
                 log.warning("answering ahead of an earlier unanswered message")
-            await self._decide(key, msg, record)
+            await self._decide(key, msg, check.thread, has_session=check.has_session)
         return True
 
     async def _decide(
-        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord | None
+        self,
+        key: ThreadKey,
+        msg: IncomingMessage,
+        record: ThreadRecord | None,
+        *,
+        has_session: bool = False,
     ) -> None:
         db = self.s.db
         if not self._should_answer(msg, record):
@@ -154,6 +157,7 @@ class SlackReplier:
             new_session_id=uuid.uuid4().hex,
             app_name=self.s.settings.app_name,
             user_id=msg.user,
+            has_session=has_session,
         )
         status = self.panel.status_for(msg, record)
         try:

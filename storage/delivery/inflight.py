@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
@@ -25,6 +25,7 @@ from storage.dm_conversations import touch_in as touch_dm_conversation_in
 from storage.engine import SqlGate
 from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
+from storage.sessions import session_exists_in
 from storage.threads import ThreadKey, ThreadRecord, get_in, touch_in
 
 Stage = Literal["accepted", "started"]
@@ -106,6 +107,14 @@ def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
 
 
 _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
+
+
+class ThreadCheck(NamedTuple):
+    """What a message's turn reads before it decides (`earlier_and_thread`)."""
+
+    earlier: bool
+    thread: ThreadRecord | None
+    has_session: bool
 
 
 class _Pending:
@@ -198,7 +207,11 @@ class InflightStore:
             if p.keeps_dm_conversation:
                 row = p.row
                 await touch_dm_conversation_in(
-                    conn, row["team_id"], row["channel_id"], row["thread_ts"], now=row["accepted_at"]
+                    conn,
+                    row["team_id"],
+                    row["channel_id"],
+                    row["thread_ts"],
+                    now=row["accepted_at"],
                 )
         return winners
 
@@ -288,11 +301,11 @@ class InflightStore:
 
     async def earlier_and_thread(
         self, key: InflightKey, thread: ThreadKey, *, owner: str
-    ) -> tuple[bool, ThreadRecord | None]:
+    ) -> ThreadCheck:
         """In one read: whether an earlier message of the message's thread is still
         unanswered by a process other than `owner` (a later one waits for it, so replies
         keep the thread's order; `owner`'s own earlier messages are ordered by its thread
-        worker already), and the thread's record."""
+        worker already), the thread's record, and whether its session is stored."""
         params = {
             "b_owner": owner,
             "b_team": key.team_id,
@@ -301,9 +314,11 @@ class InflightStore:
             "b_ts": key.message_ts,
         }
 
-        async def tx(conn: AsyncConnection) -> tuple[bool, ThreadRecord | None]:
+        async def tx(conn: AsyncConnection) -> ThreadCheck:
             earlier = bool((await _EARLIER_BY_OTHERS.rows(conn, params))[0][0])
-            return earlier, await get_in(conn, thread)
+            record = await get_in(conn, thread)
+            stored = record is not None and await session_exists_in(conn, record)
+            return ThreadCheck(earlier=earlier, thread=record, has_session=stored)
 
         return await self._gate.read(tx)
 
