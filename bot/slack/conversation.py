@@ -199,23 +199,26 @@ class SlackReplier:
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
         broadcast = msg.top_level_dm
-        owner = self.s.owner
-        started = await self.s.db.inflight.start(
-            tracked, owner=owner, invocation_id=invocation_id, now=time.time()
-        )
-        if not started:
-            # A peer took the message over (this process was thought dead): it answers.
-            log.warning("message taken over by a peer", extra=_thread(key))
-            return
         try:
             stream = await self._open_stream(key, msg, record)
             if stream is not None:
                 placeholder_ts = stream.ts
-                await self.s.db.inflight.set_stream(tracked, stream.ts, owner=owner)
             else:
                 placeholder_ts = await self._post_placeholder(key, record, broadcast)
-                if placeholder_ts is not None:
-                    await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
+            # Started together with the message the reply goes into, in one write.
+            started = await self.s.db.inflight.start(
+                tracked,
+                owner=self.s.owner,
+                invocation_id=invocation_id,
+                now=time.time(),
+                stream_ts=stream.ts if stream is not None else None,
+                placeholder_ts=placeholder_ts if stream is None else None,
+            )
+            if not started:
+                # A peer took the message over (this process was thought dead): it answers.
+                log.warning("message taken over by a peer", extra=_thread(key))
+                await self._withdraw(key, placeholder_ts, stream)
+                return
             status.start()
             outcome = await run_turn(
                 self.s.runner,
@@ -247,6 +250,17 @@ class SlackReplier:
         await self.conclude(
             key, tracked, placeholder_ts, outcome, stream=stream, broadcast=broadcast
         )
+
+    async def _withdraw(self, key: ThreadKey, ts: str | None, stream: SlackStream | None) -> None:
+        """Take back the (empty) message a reply was to go into; never raises."""
+        if stream is not None:
+            await stream.stop(failed=False)
+        if ts is None:
+            return
+        try:
+            await self.s.client.chat_delete(channel=key.channel_id, ts=ts)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("empty reply message not deleted: %s", type(exc).__name__)
 
     async def _open_stream(
         self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord

@@ -1,10 +1,10 @@
 """Accepted Slack messages that are not answered yet, so a crash loses none of them.
 
 A message is `accept`ed (together with its delivery key, in one transaction) before the
-HTTP ack, marked `start`ed with its invocation id before the user's event is appended,
-given its placeholder's Slack ts once that is posted (or its streamed reply's, once
-that stream starts), and `finish`ed (deleted) once the
-reply or a failure notice is in the thread. Rows carry the owning process, and every
+HTTP ack, marked `start`ed with its invocation id before the user's event is appended
+(in the same write as the ts of the placeholder or streamed message its reply goes
+into, once Slack has it), and `finish`ed (deleted) once the reply or a failure notice
+is in the thread. Rows carry the owning process, and every
 update is guarded by it: a process whose row was taken over changes nothing. A live
 process `take_over`s the rows of an owner that stopped beating (`storage.delivery.owners`) and
 finishes them.
@@ -234,21 +234,30 @@ class InflightStore:
 
         return await self._gate.write(tx)
 
-    async def start(self, key: InflightKey, *, owner: str, invocation_id: str, now: float) -> bool:
+    async def start(
+        self,
+        key: InflightKey,
+        *,
+        owner: str,
+        invocation_id: str,
+        now: float,
+        stream_ts: str | None = None,
+        placeholder_ts: str | None = None,
+    ) -> bool:
         """The invocation is about to append the user's event: from here on a crash means
         the thread is told, not that the message is run again. False when `owner` no
-        longer holds the row."""
-        return await self._update_owned(
-            key, owner, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
-        )
-
-    async def set_placeholder(self, key: InflightKey, placeholder_ts: str, *, owner: str) -> bool:
-        """The "thinking" message the reply will replace."""
-        return await self._update_owned(key, owner, {"placeholder_ts": placeholder_ts})
-
-    async def set_stream(self, key: InflightKey, stream_ts: str, *, owner: str) -> bool:
-        """The streamed message the reply is being written into."""
-        return await self._update_owned(key, owner, {"stream_ts": stream_ts})
+        longer holds the row. The streamed message (or placeholder) the reply goes
+        into, when there already is one, is recorded in the same write."""
+        values: dict[str, Any] = {
+            "stage": "started",
+            "invocation_id": invocation_id,
+            "started_at": now,
+        }
+        if stream_ts is not None:
+            values["stream_ts"] = stream_ts
+        if placeholder_ts is not None:
+            values["placeholder_ts"] = placeholder_ts
+        return await self._update_owned(key, owner, values)
 
     async def finish(self, key: InflightKey, *, owner: str) -> bool:
         """The thread has its answer (or the message needs none): forget the message,
