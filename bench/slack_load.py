@@ -93,7 +93,9 @@ async def stop(process: asyncio.subprocess.Process) -> None:
 
 
 def pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100)[int(q) - 1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -123,6 +125,7 @@ class Trial:
     total: int
     delay: float
     acks: dict[str, list[float]]
+    unacked: dict[str, int]
     reply_ms: dict[str, list[float]]
     lost: dict[str, int]
     dup: dict[str, int]
@@ -136,6 +139,7 @@ class Trial:
         replies = self.reply_ms["bot"]
         return (
             self.lost["bot"] == 0
+            and self.unacked["bot"] == 0
             and self.dup["bot"] == 0
             and bool(replies)
             and pct(replies, 99) <= self.delay * 1000 + margin_ms
@@ -172,6 +176,11 @@ class Trial:
             "of a core (near 1.0, the benchmark itself limits)"
         )
         print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
+        if any(self.unacked.values()):
+            print(
+                f"events never acknowledged (connection timed out): bot {self.unacked['bot']}"
+                f"  bare {self.unacked['bare']}"
+            )
 
 
 def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
@@ -222,6 +231,7 @@ async def run_trial(
         bot_process, bot_url = await start_app("bot", env)
         bare_process, bare_url = await start_app("bare", env)
         acks: dict[str, list[float]] = {"bot": [], "bare": []}
+        unacked = {"bot": 0, "bare": 0}
         sent_at: dict[str, float] = {}
         roots: dict[int, str] = {}
         http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
@@ -239,9 +249,15 @@ async def run_trial(
             )
             headers = {"Content-Type": "application/json", **sign(body)}
             start = time.perf_counter()
-            async with http.post(url, data=body, headers=headers) as resp:
-                await resp.read()
-                assert resp.status == 200, resp.status
+            try:
+                async with http.post(url, data=body, headers=headers) as resp:
+                    await resp.read()
+                    assert resp.status == 200, resp.status
+            except (aiohttp.ClientError, TimeoutError):
+                # An app too far behind to take the connection: the trial fails, it
+                # does not end the search.
+                unacked[which] += 1
+                return
             acks[which].append((time.perf_counter() - start) * 1000)
 
         tasks: set[asyncio.Task[None]] = set()
@@ -309,6 +325,7 @@ async def run_trial(
         total=total,
         delay=delay,
         acks=acks,
+        unacked=unacked,
         reply_ms=reply_ms,
         lost={w: sum(1 for m in sent_at if replies[w][m] == 0) for w in replies},
         dup={w: sum(c - 1 for c in replies[w].values() if c > 1) for w in replies},
