@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -85,6 +86,8 @@ def free_port() -> int:
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return
     process.send_signal(signal.SIGTERM)
     try:
         await asyncio.wait_for(process.wait(), timeout=30)
@@ -217,7 +220,7 @@ async def run_trial(
     tmp = Path(tempfile.mkdtemp())
     if postgres_admin:
         database_url = await postgres_database(postgres_admin)
-    async with FakeSlackApi() as slack:
+    async with FakeSlackApi() as slack, contextlib.AsyncExitStack() as cleanup:
         env = {
             "SLACK_BOT_TOKEN": "xoxb-bench",
             "SLACK_SIGNING_SECRET": SIGNING_SECRET,
@@ -228,13 +231,17 @@ async def run_trial(
             "LOG_LEVEL": "WARNING",
             "STREAMING": streaming,
         }
+        # A failed trial still stops both apps: the next trial needs the CPU.
         bot_process, bot_url = await start_app("bot", env)
+        cleanup.push_async_callback(stop, bot_process)
         bare_process, bare_url = await start_app("bare", env)
+        cleanup.push_async_callback(stop, bare_process)
         acks: dict[str, list[float]] = {"bot": [], "bare": []}
         unacked = {"bot": 0, "bare": 0}
         sent_at: dict[str, float] = {}
         roots: dict[int, str] = {}
         http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        cleanup.push_async_callback(http.close)
 
         async def send(url: str, which: str, n: int, event: dict[str, Any]) -> None:
             body = json.dumps(
@@ -316,9 +323,6 @@ async def run_trial(
             if which:
                 replies[which][msg_id] += 1
                 reply_ms[which].append((call.at - sent_at[msg_id]) * 1000)
-        await http.close()
-        await stop(bot_process)
-        await stop(bare_process)
     return Trial(
         rate=rate,
         seconds=seconds,
