@@ -15,11 +15,40 @@ transaction, so that a reply in the Slack thread under it joins that conversatio
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import dm_conversations, dm_folded
+
+# Built once: a follow-up in a DM thread runs it on the ack path (see `touch_in`).
+_TOUCH = Prepared(
+    sa.update(dm_conversations)
+    .where(
+        dm_conversations.c.team_id == sa.bindparam("b_team"),
+        dm_conversations.c.channel_id == sa.bindparam("b_channel"),
+        dm_conversations.c.root_ts == sa.bindparam("b_root"),
+        dm_conversations.c.last_at < sa.bindparam("b_now"),
+    )
+    .values(last_at=sa.bindparam("b_now"))
+)
+
+
+async def touch_in(
+    conn: AsyncConnection, team_id: str, channel_id: str, thread_ts: str, *, now: float
+) -> None:
+    """`DmConversationStore.touch` inside the caller's transaction (a delivery's
+    acceptance writes it together with the message, `storage.delivery.inflight`)."""
+    params = {"b_team": team_id, "b_channel": channel_id, "b_root": thread_ts, "b_now": now}
+    await _TOUCH.rowcount(conn, params)
+
+
+# Top-level messages whose conversation this process knows (a message's is fixed once it
+# is placed), so that replies in their threads cost no read on the ack path.
+_KNOWN_ROOTS = 10_000
 
 
 class DmConversationStore:
@@ -27,6 +56,14 @@ class DmConversationStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        # (team, channel, message ts) -> the root it was folded into, or None (a root).
+        self._roots: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
+
+    def _remember(self, key: tuple[str, str, str], root: str | None) -> None:
+        self._roots[key] = root
+        self._roots.move_to_end(key)
+        while len(self._roots) > _KNOWN_ROOTS:
+            self._roots.popitem(last=False)
 
     async def place(
         self, team_id: str, channel_id: str, message_ts: str, *, now: float, idle_after: float
@@ -56,38 +93,41 @@ class DmConversationStore:
                 await conn.execute(folded.on_conflict_do_nothing())
             return root
 
-        return await self._gate.write(tx)
+        root = await self._gate.write(tx)
+        self._remember((team_id, channel_id, message_ts), None if root == message_ts else root)
+        return root
 
-    async def thread_root(
-        self, team_id: str, channel_id: str, thread_ts: str, *, now: float
-    ) -> str:
-        """The root of the conversation a message in the Slack thread `thread_ts`
-        belongs to: the conversation `thread_ts` was folded into, else the thread itself.
-        If that is the DM's current conversation, it is active now (replying keeps it
-        going)."""
+    async def folded_root(self, team_id: str, channel_id: str, thread_ts: str) -> str | None:
+        """The root of the conversation the top-level message `thread_ts` was folded
+        into (a reply in the Slack thread under it belongs there), or None."""
         folded = sa.select(dm_folded.c.root_ts).where(
             dm_folded.c.team_id == team_id,
             dm_folded.c.channel_id == channel_id,
             dm_folded.c.message_ts == thread_ts,
         )
-        current = dm_conversations.c
 
-        async def tx(conn: AsyncConnection) -> str:
-            root = (await conn.execute(folded)).scalar() or thread_ts
-            touch = (
-                sa.update(dm_conversations)
-                .where(
-                    current.team_id == team_id,
-                    current.channel_id == channel_id,
-                    current.root_ts == root,
-                    current.last_at < now,
-                )
-                .values(last_at=now)
-            )
-            await conn.execute(touch)
-            return str(root)
+        key = (team_id, channel_id, thread_ts)
+        if key in self._roots:
+            return self._roots[key]
 
-        return await self._gate.write(tx)
+        async def tx(conn: AsyncConnection) -> str | None:
+            root = (await conn.execute(folded)).scalar()
+            return None if root is None else str(root)
+
+        found = await self._gate.read(tx)
+        if found is not None:
+            # A miss is not kept: the message may still be being placed by a peer.
+            self._remember(key, found)
+        return found
+
+    async def touch(self, team_id: str, channel_id: str, thread_ts: str, *, now: float) -> None:
+        """A message in the thread `thread_ts`: if that is the DM's current conversation,
+        it is active now (replying in the thread keeps it going)."""
+
+        async def tx(conn: AsyncConnection) -> None:
+            await touch_in(conn, team_id, channel_id, thread_ts, now=now)
+
+        await self._gate.write(tx)
 
     async def end(self, team_id: str, channel_id: str) -> bool:
         """End the DM's current conversation: its next top-level message starts a new one.

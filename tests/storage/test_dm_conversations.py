@@ -17,8 +17,8 @@ async def test_top_level_messages_continue_until_idle_or_ended(db: Database) -> 
     assert await place("T1", "D1", "100.1", now=1000.0, idle_after=IDLE) == "100.1"
     assert await place("T1", "D1", "150.1", now=1050.0, idle_after=IDLE) == "100.1"
     # A reply in the conversation's thread keeps it active; one elsewhere does not.
-    assert await db.dm_conversations.thread_root("T1", "D1", "100.1", now=1100.0) == "100.1"
-    assert await db.dm_conversations.thread_root("T1", "D1", "999.1", now=1200.0) == "999.1"
+    await db.dm_conversations.touch("T1", "D1", "100.1", now=1100.0)
+    await db.dm_conversations.touch("T1", "D1", "999.1", now=1200.0)
     assert await place("T1", "D1", "200.1", now=1150.0, idle_after=IDLE) == "100.1"
     # Quiet for longer than the limit: a new conversation, rooted at the new message.
     assert await place("T1", "D1", "300.1", now=1300.0, idle_after=IDLE) == "300.1"
@@ -48,15 +48,15 @@ async def test_concurrent_first_messages_from_two_processes_join_one_conversatio
 
 
 async def test_a_reply_under_a_folded_message_finds_its_conversation(db: Database) -> None:
-    place, root_of = db.dm_conversations.place, db.dm_conversations.thread_root
+    place, root_of = db.dm_conversations.place, db.dm_conversations.folded_root
     assert await place("T1", "D1", "100.1", now=1000.0, idle_after=IDLE) == "100.1"
     assert await place("T1", "D1", "150.1", now=1010.0, idle_after=IDLE) == "100.1"
-    # Under the folded message: its conversation, which the reply keeps active.
-    assert await root_of("T1", "D1", "150.1", now=1065.0) == "100.1"
-    assert await place("T1", "D1", "160.1", now=1120.0, idle_after=IDLE) == "100.1"
+    # Under the folded message: its conversation; under the root: none to look up.
+    assert await root_of("T1", "D1", "150.1") == "100.1"
+    assert await root_of("T1", "D1", "100.1") is None
     # A conversation that is no longer current still claims its folded messages.
     assert await db.dm_conversations.end("T1", "D1")
     assert await place("T1", "D1", "200.1", now=1130.0, idle_after=IDLE) == "200.1"
-    assert await root_of("T1", "D1", "160.1", now=1140.0) == "100.1"
+    assert await root_of("T1", "D1", "150.1") == "100.1"
     # The same ts in another DM is not folded.
-    assert await root_of("T1", "D2", "150.1", now=1140.0) == "150.1"
+    assert await root_of("T1", "D2", "150.1") is None
