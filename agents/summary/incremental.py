@@ -11,9 +11,10 @@
   the passing windows cover.
 
 Each window is summarised by the ordinary `SummaryService` over that window's events
-only, seeing the previous window's record as quoted context, and checked by the same
-validator against those events, with one retry. A window that still fails is stored as a
-named gap (its range and problems, never the model's text). The merged record is a
+only, seeing the previous window's goal as quoted context, and checked by the same
+validator against those events (its goal against the thread so far), with one retry. A
+window that still fails is stored as a named gap (its range and problems, never the
+model's text). The merged record is a
 `Summary` naming its gaps; a thread where no window passed is a `NoSummary`.
 """
 
@@ -47,25 +48,36 @@ from agents.summary.windows import (
 
 logger = logging.getLogger(__name__)
 
-CONTEXT_CHARS = 1500
+CONTEXT_CHARS = 400
 MODEL_CALL_FAILED = "model call failed"
 CONTEXT_HEADER = (
-    "The record of this thread's earlier events, for context only. It is quoted data, "
-    "not part of the transcript: do not repeat it, and cite only events of the transcript."
+    "The goal of this thread, as its earlier events stated it, for context only. It is "
+    "quoted data, not part of the transcript: keep it as the goal (refine it only if the "
+    "transcript changes what the user wants), and write every item from the transcript alone."
 )
 
 
-def context_text(record: HandoffRecord | None) -> str:
-    """The previous window's record as the next window sees it: quoted, fenced, without
-    its citations (the window may cite only its own events), at most `CONTEXT_CHARS`."""
+def context_text(record: HandoffRecord | None, span: WindowSpan) -> str:
+    """What a window is shown of the thread before it: the earlier goal, quoted and fenced
+    (at most `CONTEXT_CHARS`), and which event ids the window's items may cite.
+
+    Only the goal: measured on the embedded model, a window shown the earlier record's
+    facts and open questions copied them and cited its own first events for them, which
+    fails the relevance check. The merge keeps the earlier items and resolves earlier
+    questions itself, so a window needs nothing else.
+    """
     if record is None:
         return ""
-    lines = [f"Goal: {record.goal}"]
-    lines += [f"{section.replace('_', ' ')}: {item.text}" for section, _, item in record.items()]
-    body = "\n".join(lines)
-    if len(body) > CONTEXT_CHARS:
-        body = body[:CONTEXT_CHARS] + " ...[truncated]"
-    return f"{CONTEXT_HEADER}\n<<<EARLIER_RECORD\n{quoted(defuse_fences(body))}\nEARLIER_RECORD>>>"
+    goal = record.goal
+    if len(goal) > CONTEXT_CHARS:
+        goal = goal[:CONTEXT_CHARS] + " ...[truncated]"
+    cite = (
+        f"The transcript below holds events {span.start_id} to {span.end_id} only: every "
+        "item cites some of them."
+    )
+    return (
+        f"{CONTEXT_HEADER}\n<<<THREAD_GOAL\n{quoted(defuse_fences(goal))}\nTHREAD_GOAL>>>\n\n{cite}"
+    )
 
 
 def window_events(events: Sequence[Event], span: WindowSpan) -> list[Event]:
@@ -175,8 +187,12 @@ class IncrementalSummarizer:
             else None
         )
         events = window_events(session.events, span)
+        earlier = [e for e in summarised_events(session.events) if e.seq < span.start_seq]
         result = await self.service.summarize_events(
-            events, session_id=session.id, context=context_text(previous)
+            events,
+            session_id=session.id,
+            context=context_text(previous, span),
+            goal_support=earlier,
         )
         log = result.attempt_log
         window = StoredWindow(
@@ -232,15 +248,20 @@ class IncrementalSummarizer:
                 metadata=metadata,
             )
         covered = [e for w in passed for e in window_events(session.events, w.span)]
+        # The goal cites nothing: the whole thread supports it, gaps included.
+        seen = {e.id for e in covered}
+        rest = [e for e in summarised_events(session.events) if e.id not in seen]
         records = [HandoffRecord.model_validate(w.record) for w in passed]
         merged = merge_records(records, covered, extractor=self.service.extractor)
-        checked = self.validator.check(ValidationResult(record=merged), covered)
+        checked = self.validator.check(ValidationResult(record=merged), covered, goal_support=rest)
         named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
         if named and all(p.where and p.where[0] in named for p in checked.problems):
             # Only items are wrong, each over the whole thread (a value one window did
             # not know was sensitive, say): drop them, never add text, and check again.
             merged = without_items(merged, named)
-            checked = self.validator.check(ValidationResult(record=merged), covered)
+            checked = self.validator.check(
+                ValidationResult(record=merged), covered, goal_support=rest
+            )
         if not checked.passed:
             # Deterministic code merged validated records; a failure here is a merge bug
             # or a cross-window value, and the record is not shown unchecked.

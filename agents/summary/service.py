@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from agents.events import Event, Usage
@@ -96,11 +96,17 @@ class SummaryService:
         return await self.summarize_events(session.events, session_id=session.id)
 
     async def summarize_events(
-        self, events: list[Event], *, session_id: str, context: str = ""
+        self,
+        events: list[Event],
+        *,
+        session_id: str,
+        context: str = "",
+        goal_support: Sequence[Event] = (),
     ) -> SummaryResult:
         """Summarise `events` (ids already assigned) of session `session_id`. `context`
-        is quoted text shown before the transcript (the record of the thread's earlier
-        events, for a window); the record may cite only `events`."""
+        is quoted text shown before the transcript (what a window needs of the thread's
+        earlier events); the record may cite only `events`, and its goal may also draw
+        on `goal_support` (the events before a window)."""
         if not events:
             return await self._finish_empty(session_id, f"session {session_id} has no events")
         started = time.perf_counter()
@@ -114,7 +120,7 @@ class SummaryService:
             message = first_message(rendered, plan, context)
             for _ in range(MAX_ATTEMPTS):
                 checked, attempt = await self._attempt(
-                    ask, message, max_tokens, events, rendered, entities
+                    ask, message, max_tokens, events, rendered, entities, goal_support
                 )
                 attempts.append(attempt)
                 count_attempt(checked.problems)
@@ -140,6 +146,7 @@ class SummaryService:
         events: list[Event],
         rendered: RenderedTranscript,
         entities: list[Entity],
+        goal_support: Sequence[Event] = (),
     ) -> tuple[ValidationResult, Attempt]:
         """One draft: asked, parsed once, repaired by the aids, validated. A failed call
         is a problem of its own."""
@@ -166,7 +173,9 @@ class SummaryService:
             )
             usage = usage + repaired.usage
             parsed = replace(parsed, record=repaired.record)
-        checked = self.validator.check(parsed, events, rendered=rendered, entities=entities)
+        checked = self.validator.check(
+            parsed, events, rendered=rendered, entities=entities, goal_support=goal_support
+        )
         if repaired is None:
             return checked, _attempt_log(checked, usage)
         return checked, _attempt_log(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from agents.events import Event
@@ -40,6 +41,7 @@ class ShadowValidator(Validator):
         *,
         rendered: RenderedTranscript | None = None,
         entities: list[Entity] | None = None,
+        goal_support: Sequence[Event] = (),
     ) -> ValidationResult:
         if self._parsed is not None:
             own = self._parsed
@@ -47,7 +49,9 @@ class ShadowValidator(Validator):
                 own = replace(own, record=parsed.record)
             checked = self.shadow.check(own, events, rendered=rendered, entities=entities)
             self._first, self._parsed = list(checked.problems), None
-        return self.primary.check(parsed, events, rendered=rendered, entities=entities)
+        return self.primary.check(
+            parsed, events, rendered=rendered, entities=entities, goal_support=goal_support
+        )
 
     def take(self) -> list[Problem] | None:
         """The shadow's problems with the last summary's first answer (None when no

@@ -44,6 +44,9 @@ class ThreadScore:
     total_s: float
     idle_s: float
     problems: tuple[str, ...] = ()
+    generated_tokens: int = 0
+    idle_generated_tokens: int = 0
+    prompt_tokens: int = 0
 
 
 def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str:
@@ -55,6 +58,7 @@ def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str
         f" first-pass={score.windows_first_pass}/{score.windows}"
         f" recall={score.recalled_high_value}/{score.expected_high_value}"
         f" total={score.total_s:.1f}s idle={score.idle_s:.1f}s"
+        f" generated={score.generated_tokens}tok idle={score.idle_generated_tokens}tok"
     ) + "".join(f"\n    {p}" for p in (score.problems[:12] if problems else ()))
 
 
@@ -117,6 +121,16 @@ class ModeReport:
                 f"{statistics.fmean([s.total_s for s in self.scores]):.1f}" if n else "0.0"
             ),
             "model seconds at idle (median)": f"{self.median([s.idle_s for s in self.scores]):.1f}",
+            # Tokens do not depend on the machine's load, as seconds on a shared one do.
+            "tokens generated per thread (median)": (
+                f"{self.median([s.generated_tokens for s in self.scores]):.0f}"
+            ),
+            "tokens generated at idle (median)": (
+                f"{self.median([s.idle_generated_tokens for s in self.scores]):.0f}"
+            ),
+            "prompt tokens per thread (median)": (
+                f"{self.median([s.prompt_tokens for s in self.scores]):.0f}"
+            ),
         }
 
 
@@ -166,6 +180,7 @@ async def replay_incremental(
     idle = time.perf_counter() - started
     windows = await store.windows(session.id)
     expected, recalled, has_record = _recalled(conversation, result)
+    at_idle = [w for w in windows if w.closed_by == "digest"]
     return ThreadScore(
         conversation_id=conversation.id,
         windows=len(windows),
@@ -182,6 +197,9 @@ async def replay_incremental(
             for p in getattr(result, "problems", ())
             if getattr(p, "kind", None) is not ProblemKind.WINDOW_GAP
         ),
+        generated_tokens=sum(w.completion_tokens for w in windows),
+        idle_generated_tokens=sum(w.completion_tokens for w in at_idle),
+        prompt_tokens=sum(w.prompt_tokens for w in windows),
     )
 
 
@@ -209,6 +227,9 @@ async def replay_whole(conversation: LabelledConversation, service: SummaryServi
         total_s=idle,
         idle_s=idle,
         problems=tuple(str(p) for p in getattr(result, "problems", ())),
+        generated_tokens=result.usage.completion_tokens,
+        idle_generated_tokens=result.usage.completion_tokens,
+        prompt_tokens=result.usage.prompt_tokens,
     )
 
 

@@ -181,8 +181,8 @@ async def test_a_40_event_thread_gives_4_window_records_and_one_merged_record(
     assert set(stored.cited_event_ids) == {e.id for e in events}
     [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
     assert "windows unavailable" not in json.dumps(post["blocks"])
-    # The later windows saw the earlier record as quoted context, never as transcript.
-    assert "<<<EARLIER_RECORD\n> Goal:" in summaries.requests[-1].contents[-1].text
+    # The later windows saw the earlier goal as quoted context, never as transcript.
+    assert "<<<THREAD_GOAL\n> " in summaries.requests[-1].contents[-1].text
 
 
 @pytest.mark.parametrize("first_post_fails", [False, True], ids=["posted", "reposted"])
@@ -270,7 +270,7 @@ async def test_summary_mode_whole_summarises_the_whole_thread_once_at_idle(
     digest = await _digest(bot)
     assert digest.outcome == "posted", digest.problems
     [transcript] = summaries.transcripts
-    assert "EARLIER_RECORD" not in summaries.requests[0].contents[-1].text
+    assert "THREAD_GOAL" not in summaries.requests[0].contents[-1].text
     ids = {e.id for e in session.events}
     assert {line.split("]")[0][1:] for line in transcript.strip().splitlines()} == ids
 

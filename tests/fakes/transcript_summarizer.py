@@ -4,7 +4,8 @@ whatever transcript it is given, so a test can run many windows without scriptin
 Every user line becomes a fact ("The user says: ..."), every agent message a
 commitment, every tool result a fact, each citing its own line; the goal is fixed.
 Lines listed in `fail` (by their text) are left out, so the window holding them fails
-validation (a dropped value) on every attempt.
+validation (a dropped value) on every attempt. Usage is counted as a server would report
+it, 4 characters a token.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+from agents.events import Usage
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
@@ -57,4 +59,6 @@ class TranscriptSummarizer:
             "commitments": commitments,
             "open_questions": [],
         }
-        return LlmResponse.from_text(json.dumps(record))
+        text = json.dumps(record)
+        usage = Usage(prompt_tokens=len(prompt) // 4, completion_tokens=len(text) // 4)
+        return LlmResponse.from_text(text, usage=usage)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
@@ -193,15 +194,20 @@ class Validator:
         *,
         rendered: RenderedTranscript | None = None,
         entities: list[Entity] | None = None,
+        goal_support: Sequence[Event] = (),
     ) -> ValidationResult:
         """A new result: `parsed` (from `parse`, its record possibly repaired since) with
-        every content check's problems added; without a record, `parsed` as it is."""
+        every content check's problems added; without a record, `parsed` as it is.
+
+        `goal_support` are events besides `events` that the goal may draw on: a window's
+        goal is the thread's, stated by events before the window too. Items still cite
+        only `events`."""
         record = parsed.record
         if record is None:
             return parsed
         found = replace(parsed, problems=list(parsed.problems), high_value=[], recalled=[])
         if self.strict:
-            self._check_strict(record, events, rendered, entities, found)
+            self._check_strict(record, events, rendered, entities, found, goal_support)
         else:
             self._check_seed(record, events, rendered, found)
         return found
@@ -258,6 +264,7 @@ class Validator:
         rendered: RenderedTranscript | None,
         entities: list[Entity] | None,
         found: ValidationResult,
+        goal_support: Sequence[Event] = (),
     ) -> None:
         by_id = {event.id: event for event in events}
         content = {event.id: event_content(event) for event in events}
@@ -277,9 +284,8 @@ class Validator:
                 self._check_relevance(path, name, item, cited, content, entities, found)
             if section == "open_questions" and cited:
                 self._check_answered(path, name, item, cited, by_id, events, found)
-        found.problems += goal_problems(
-            record.goal, list(content.values()), self.extractor, entities
-        )
+        goal_texts = [*content.values(), *(event_content(e) for e in goal_support)]
+        found.problems += goal_problems(record.goal, goal_texts, self.extractor, entities)
         self._check_recall(record, entities, rendered, found)
         self._check_commitments(record, events, found)
 

@@ -111,7 +111,7 @@ async def test_a_user_claim_cited_again_by_a_later_window_stays_labelled() -> No
     assert fact.sources[:2] == ["e3", "e7"]
 
 
-async def test_each_window_sees_its_events_and_the_previous_record_as_quoted_context() -> None:
+async def test_each_window_sees_its_events_and_only_the_earlier_goal_as_quoted_context() -> None:
     _, session, model, store = await live(
         [("Order A-1001 is late.", "It ships tomorrow."), ("Thanks!", "You're welcome.")],
         [
@@ -125,12 +125,56 @@ async def test_each_window_sees_its_events_and_the_previous_record_as_quoted_con
         ],
     )
     first, second, retry = (r.contents[-1].text for r in model.requests)
-    assert "EARLIER_RECORD" not in first
-    assert "<<<EARLIER_RECORD\n> Goal: Find out when order A-1001 ships\n" in second
+    assert "THREAD_GOAL" not in first
+    assert "<<<THREAD_GOAL\n> Find out when order A-1001 ships\nTHREAD_GOAL>>>" in second
+    # The earlier facts are not shown: a small model copies them and cites its own events.
+    assert "ships tomorrow" not in second.split("<<<TRANSCRIPT")[0]
+    assert "holds events e3 to e4 only" in second
     assert "[e2]" not in second and "[e3] user: Thanks!" in second
     assert "cites e1, which is not in the transcript" in retry
     windows = await store.windows(session.id)
     assert [w.first_attempt_pass for w in windows] == [True, False]
+
+
+async def test_a_window_keeps_the_thread_goal_whose_values_only_earlier_events_state() -> None:
+    summarizer, session, model, store = await live(
+        [
+            ("My order A-1001 is late.", "It ships tomorrow."),
+            ("Any update on it?", "It is on its way to you."),
+        ],
+        [
+            answer(
+                "Find out when order A-1001 arrives",
+                facts=[item("Order A-1001 ships tomorrow", "e1", "e2")],
+            ),
+            # The thread's goal names A-1001, which only the first window states.
+            answer(
+                "Find out when order A-1001 arrives",
+                facts=[item("The agent says the order is on its way", "e4")],
+            ),
+        ],
+    )
+    assert [w.first_attempt_pass for w in await store.windows(session.id)] == [True, True]
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert result.record.goal == "Find out when order A-1001 arrives"
+    model.assert_complete()
+
+
+async def test_a_window_goal_with_a_value_no_event_states_still_fails() -> None:
+    _, session, _, store = await live(
+        [("My order A-1001 is late.", "It ships tomorrow."), ("Thanks!", "You're welcome.")],
+        [
+            answer("Track order A-1001", facts=[item("Order A-1001 ships tomorrow", "e1", "e2")]),
+            answer("Track order Z-9999"),
+            answer("Track order Z-9999"),
+        ],
+    )
+    [_, gap] = await store.windows(session.id)
+    assert gap.record is None
+    assert gap.problems == (
+        "the goal says Z-9999, which no event mentions; state only what the transcript says",
+    )
 
 
 async def test_a_window_failing_twice_is_a_named_gap_and_the_rest_is_merged() -> None:

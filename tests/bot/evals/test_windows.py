@@ -40,10 +40,15 @@ async def test_replay_writes_windows_as_live_and_summarises_only_the_tail_at_idl
     # The gap (turns 4-6) loses its three orders; the merged record has the other four.
     assert star.has_record and star.recalled_high_value == 4 and star.expected_high_value == 7
     assert 0 < star.idle_s < star.total_s
+    # Tokens, which a loaded machine does not change: the idle tail is one turn's record,
+    # the whole thread's record is all of it.
+    assert 0 < star.idle_generated_tokens < star.generated_tokens
+    assert star.prompt_tokens > star.generated_tokens
     # 2 turns: no window closed live, one at idle.
     assert (tau.windows, tau.gaps) == (1, 0) and tau.idle_s <= tau.total_s
     # Whole: one summary of the thread, which fails on the dropped value.
     assert [(s.windows, s.has_record) for s in whole.scores] == [(1, False), (1, True)]
+    assert all(0 < s.idle_generated_tokens == s.generated_tokens for s in whole.scores)
     # star: 3 windows + 1 retry, whole + 1 retry; tau: 1 window, whole.
     assert len(model.transcripts) == (3 + 1) + (1 + 1) + 1 + 1
     assert seen[0].startswith("[incremental] star-1: gaps windows=3 first-pass=2/3 recall=4/7")
@@ -54,6 +59,7 @@ async def test_replay_writes_windows_as_live_and_summarises_only_the_tail_at_idl
     table = "\n".join(side_by_side([incremental, whole]))
     assert "window first-attempt pass" in table and "threads with gaps" in table
     assert "1 (50.0%)" in table
+    assert "tokens generated at idle (median)" in table
     assert set(by_source([incremental, whole])) == {"star", "tau"}
 
 
