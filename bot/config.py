@@ -8,8 +8,11 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from agents.models.base import ChoiceScoring
+
 Mode = Literal["socket", "http", "chat"]
 ToolDecision = Literal["auto", "decide-first", "one-call"]
+
 SummaryMode = Literal["incremental", "whole"]
 
 
@@ -59,6 +62,14 @@ class Settings(BaseSettings):
         "`decide-first` (a constrained choice, then the reply or the tool's arguments), "
         "`one-call`, or `auto`: decide first on models without native tool calling "
         "(the embedded model), one call on the rest.",
+    )
+    decision_scoring: ChoiceScoring = Field(
+        default="calibrated",
+        description="How a decide-first choice is read: `greedy` (the constrained answer), "
+        "`logprobs` (the option the model gives the most probability), or `calibrated`: "
+        "each option's probability divided by its probability for a content-free message "
+        "(one extra call per agent and set of options, kept), which removes the small "
+        "model's lean towards one option. A server without log-probabilities: greedy.",
     )
     max_output_tokens: int = Field(
         default=400, description="Output token cap of an agent call (unless its YAML sets one)."

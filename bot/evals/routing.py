@@ -249,6 +249,10 @@ class RouteOnlyModel:
     def decide_first(self) -> bool:
         return decides_first(self.model)
 
+    @property
+    def choice_scoring(self) -> str:
+        return str(getattr(self.model, "choice_scoring", "greedy"))
+
     async def generate(self, request: LlmRequest) -> LlmResponse:
         is_reply = not request.tools and request.response_schema is None
         if request.agent_name == self.root and is_reply:
