@@ -11,14 +11,17 @@ a step with transfer targets or tools is two calls:
    second call); a tool gets its arguments written under its own parameter schema; an
    answer is written with no tools in sight.
 3. **The review** of a written answer, when a tool is left that was not called this
-   turn: one more constrained choice, between sending the reply and consulting each such
-   tool, read against the tools' descriptions. A tool that says when it applies ("before
-   promising a refund") is to be consulted when the reply does that, even if the first
-   decision missed it; the reply is then written again with the tool's answer in view.
-   The Qwen 1.5B embedded model seldom holds a reply back this way (in a probe it sent
-   on 4 of 4 refund promises with the tool listed second, 3 of 3 with it first), so
-   the review is a safety net for stronger decide-first models, not a guarantee on the
-   embedded one.
+   turn. A tool whose tree entry says which replies need it first (`consult_before:
+   promise ... a refund`) is a yes/no classification of the reply against that text:
+   on a yes the reply is dropped, the tool is consulted and the reply is written again
+   with its answer in view. The embedded Qwen 1.5B classifies well but seldom holds its
+   own reply back when asked "send it, or consult a tool?" (in a probe it sent 4 of 4
+   refund promises), so the question is put as a classification. Tools without
+   `consult_before` get that older question: one constrained choice between sending the
+   reply and consulting each of them, read against their descriptions.
+
+How a choice is read (the greedy answer, or the options' log-probabilities, calibrated
+or not) is the model's `choice_scoring` (`agents.llm.choice_scores`).
 
 The decision and the review carry no chat turns: the conversation is one fenced block
 (`agents.llm.decision_transcript`) under the question, so the model classifies it
@@ -53,9 +56,12 @@ from agents.llm.choice_scores import (
 )
 from agents.llm.decision_observers import Decision, current_observers, observe_decisions
 from agents.llm.decision_requests import (
+    NO,
+    YES,
     Choice,
     answer_request,
     arguments_request,
+    consult_request,
     corrected_request,
     decision_request,
     find_json_object_any,
@@ -73,6 +79,7 @@ from agents.models.base import (
     LlmResponse,
     Model,
     ModelError,
+    ToolDeclaration,
 )
 
 if TYPE_CHECKING:
@@ -164,10 +171,15 @@ class _Step:
         return await self.act(choice)
 
     async def decide(
-        self, choices: Sequence[Choice], build: Callable[[LlmRequest], LlmRequest] | None = None
+        self,
+        choices: Sequence[Choice],
+        build: Callable[[LlmRequest], LlmRequest] | None = None,
+        *,
+        record: bool = True,
     ) -> Choice:
         """One of `choices`, asked by `build(step request)` (default: the step's decision
-        request), scored as `self.scoring` says (`agents.llm.choice_scores`)."""
+        request), scored as `self.scoring` says (`agents.llm.choice_scores`). `record`:
+        counted and shown to the observers as a decision (a yes/no check is not)."""
         started = time.perf_counter()
         ask = build or self._decision_builder(choices)
         request = self._scored(ask(self.request))
@@ -181,6 +193,8 @@ class _Step:
             picked = pick(scores, choice.name, prior)
             choice = next(c for c in choices if c.name == picked)
         seconds = time.perf_counter() - started
+        if not record:
+            return choice
         REGISTRY.inc(
             "support_bot_tool_decisions_total",
             agent=self.options.agent,
@@ -257,18 +271,26 @@ class _Step:
         )
 
     async def review(self, response: LlmResponse) -> LlmResponse:
-        """A written reply, or the call of a tool it needs first: one more decision,
-        between sending it and each tool not called this turn, read against the tools'
-        descriptions (a tool's description says when it applies, e.g. "before promising
-        a refund"). The reply is dropped for the tool; the agent's next step answers with
-        the tool's result in view."""
+        """A written reply, or the call of a tool it needs first. A tool whose tree entry
+        says which replies need it (`consult_before`) is a yes/no check of the reply; the
+        other tools not called this turn are one more decision, between sending it and
+        each of them, read against their descriptions. The reply is dropped for the tool;
+        the agent's next step answers with the tool's result in view."""
         tools = [c for c in self.options.choices(answer=False) if c.kind == "tool"]
         if not tools or response.function_calls or self.request.response_schema is not None:
             return self._done(response)
         if not response.text.strip():
             return self._done(response)
+        declared = {t.name: t for t in self.options.tools}
+        for choice in tools:
+            tool = declared[choice.name]
+            if tool.consult_before and await self._needs(tool, response.text):
+                return await self._consult(tool.name)
+        unmarked = [c for c in tools if not declared[c.name].consult_before]
+        if not unmarked:
+            return self._done(response)
         send = Choice(self.options.agent, "answer", "")
-        choices = [send, *tools]
+        choices = [send, *unmarked]
 
         def build(request: LlmRequest) -> LlmRequest:
             # A content-free request (calibration) gets a content-free draft as well.
@@ -284,8 +306,26 @@ class _Step:
         choice = await self.decide(choices, build)
         if choice.kind != "tool":
             return self._done(response)
-        REGISTRY.inc("support_bot_reviews_total", agent=self.options.agent, tool=choice.name)
-        return await self.tool_call(choice.name)
+        return await self._consult(choice.name)
+
+    async def _needs(self, tool: ToolDeclaration, draft: str) -> bool:
+        """Whether `draft` does what `tool.consult_before` says needs the tool first."""
+        choices = [Choice(YES, "tool", ""), Choice(NO, "answer", "")]
+
+        def build(request: LlmRequest) -> LlmRequest:
+            blank = request.contents and request.contents[-1].text == CONTENT_FREE
+            return consult_request(
+                request,
+                instruction=self.options.instruction,
+                draft=CONTENT_FREE if blank else draft,
+                tool=tool,
+            )
+
+        return (await self.decide(choices, build, record=False)).name == YES
+
+    async def _consult(self, name: str) -> LlmResponse:
+        REGISTRY.inc("support_bot_reviews_total", agent=self.options.agent, tool=name)
+        return await self.tool_call(name)
 
     # -- no pretend actions -----------------------------------------------------------
 

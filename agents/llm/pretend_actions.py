@@ -8,7 +8,9 @@ recognises it so the caller can turn it into the real action or ask again.
 What is recognised is generic, not a routing rule: the names of the agent's own transfer
 targets and tools, and of the transfer tool itself (internal names a customer reply has
 no reason to use), first-person
-claims of a hand-off or check, and runs of words copied from the agent's instruction.
+claims of a hand-off or check, announcements of work the reply does not do ("I will
+proceed to review the case", "let me check", "I'll look into it"), and runs of words
+copied from the agent's instruction.
 """
 
 from __future__ import annotations
@@ -30,6 +32,21 @@ _CLAIM = re.compile(
     r"\s+(?:you|this|it|your)|pass(?:ing|ed)?\s+(?:you|this|it|your)|connect(?:ing|ed)?\s+you"
     r"|rout(?:e|ing|ed)|refer(?:ring|red)?\s+(?:you|this|it|your)|consult(?:ing|ed)?"
     r"|check(?:ing|ed)?\s+(?:with|against)|verify(?:ing)?\s+with)\b",
+    re.IGNORECASE,
+)
+# Announced work the reply itself does not do ("I will proceed to review the case", "let me
+# check", "I'll look into it"): said in a reply, it only ever happens as a real action in
+# the same turn, so the announcement alone is a pretence.
+_ANNOUNCED = re.compile(
+    r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am about to|'m about to)|let me"
+    r"|allow me to|while i|we(?:'ll| will| are going to|'re going to))\s+"
+    r"(?:now\s+|just\s+|immediately\s+|quickly\s+|first\s+|go\s+ahead\s+and\s+"
+    r"|proceed\s+to\s+|be\s+)?"
+    r"(?:proceed(?:ing)?|check(?:ing)?|look(?:ing)?\s+(?:into|up|at|over)|review(?:ing)?"
+    r"|investigat(?:e|ing)|verify(?:ing)?|confirm(?:ing)?|examin(?:e|ing)|research(?:ing)?"
+    r"|find(?:ing)?\s+out|contact(?:ing)?|reach(?:ing)?\s+out|get(?:ting)?\s+back"
+    r"|follow(?:ing)?\s+up|rais(?:e|ing)\s+a|open(?:ing)?\s+a|creat(?:e|ing)\s+a"
+    r"|fil(?:e|ing)\s+a|log(?:ging)?\s+a|notify(?:ing)?)\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9']+")
@@ -72,7 +89,7 @@ def find_pretend_action(
         return PretendAction("claim")
     if _word(text, TRANSFER_TOOL):
         return PretendAction("claim")
-    if _CLAIM.search(text):
+    if _CLAIM.search(text) or _ANNOUNCED.search(text):
         for kind, name in named:
             if _word(text, name):
                 return PretendAction(kind, name)  # type: ignore[arg-type]

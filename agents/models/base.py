@@ -65,6 +65,9 @@ class ToolDeclaration(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    consult_before: str = ""
+    """The replies that need this tool first, as the tree says ("promises a refund"): a
+    decide-first model checks each written reply against it (`agents.llm.decision`)."""
 
 
 class LlmRequest(BaseModel):
