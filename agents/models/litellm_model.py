@@ -101,7 +101,7 @@ class LiteLlmModel:
         backoff_max: float = 30.0,
         tool_mode: ToolMode = "native",
         decision: ToolDecision = "auto",
-        choice_scoring: ChoiceScoring = "calibrated",
+        choice_scoring: ChoiceScoring = "greedy",
         extra: dict[str, Any] | None = None,
     ) -> None:
         if tool_mode not in ("native", "prompted", "auto"):
