@@ -90,6 +90,10 @@ class Priors:
             self._kept.move_to_end(key)
         return found
 
+    def clear(self) -> None:
+        """Forget every kept prior (a tree or a model changed)."""
+        self._kept.clear()
+
     def put(self, prompt: str, names: Sequence[str], scores: dict[str, float]) -> None:
         """Keep `scores` as the prior for this prompt and these options."""
         self._kept[(prompt, tuple(names))] = scores
