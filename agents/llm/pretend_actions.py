@@ -7,14 +7,15 @@ recognises it so the caller can turn it into the real action or ask again.
 
 What is recognised is generic, not a routing rule: the names of the agent's own transfer
 targets and tools, and of the transfer tool itself (internal names a customer reply has
-no reason to use), first-person
-claims of a hand-off or check, announcements of work the reply does not do ("I will
-proceed to review the case", "let me check", "I'll look into it"), and runs of words
-copied from the agent's instruction.
+no reason to use), first-person claims of a hand-off or check, a tool call written out
+as JSON text, announcements of work the reply does not do ("I will proceed to review the
+case", "let me check", "I'll look into it"), and runs of words copied from the agent's
+instruction.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,6 +82,14 @@ def find_pretend_action(
     """
     if not text.strip():
         return None
+    shaped = _tool_call_shape(text)
+    if shaped is not None:
+        name, target = shaped
+        if name in tools:
+            return PretendAction("tool", name)
+        if target in targets:
+            return PretendAction("transfer", target)
+        return PretendAction("claim")
     named = [("transfer", n) for n in targets] + [("tool", n) for n in tools]
     for kind, name in named:
         if _mentions(text, name):
@@ -112,6 +121,8 @@ def without_pretence(
 ) -> str:
     """`text` without the sentences that pretend an action ("" if nothing else is left):
     the last resort of an agent that has no action to turn the pretence into."""
+    if _tool_call_shape(text) is not None:
+        return ""
     kept = [
         sentence
         for sentence in _SENTENCE.split(text)
@@ -122,6 +133,27 @@ def without_pretence(
         is None
     ]
     return " ".join(s.strip() for s in kept)
+
+
+def _tool_call_shape(text: str) -> tuple[str, str | None] | None:
+    """A reply that is a prompted tool call written as text (`{"tool": "x", "args": {...}}`,
+    fenced or not): the tool's name, and a transfer's target. A small model asked for a
+    plain reply sometimes imitates the tool format it has seen; no customer reads JSON."""
+    body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    name = value.get("tool") or (value.get("name") if "args" in value else None)
+    if not isinstance(name, str) or not name:
+        return None
+    args = value.get("args")
+    target = args.get("agent_name") if name == TRANSFER_TOOL and isinstance(args, dict) else None
+    return name, target if isinstance(target, str) else None
 
 
 def _mentions(text: str, name: str) -> bool:

@@ -164,3 +164,33 @@ async def test_a_tree_from_yaml_with_consult_before_checks_each_reply(tmp_path: 
     assert "Does this reply hand out money?" in model.requests[2].contents[0].text
     assert await conversation.send("hi") == [("front_desk", "Hello again!")]
     model.assert_complete()
+
+
+JSON_TOOL_REPLY = (
+    '{"tool": "customer_support", "args": {"request": "You can return the duplicate charges '
+    'for March invoice INV-2291, 49.00 USD each time, which will be refunded."}}'
+)
+
+
+async def test_a_tool_call_written_as_text_is_asked_again_then_checked() -> None:
+    """The embedded model's own answer in `support-bot chat` (issue 16): asked for a plain
+    reply, billing_agent wrote a made-up tool call as JSON text."""
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor routes
+            json_text("billing_agent"),  # billing_agent answers itself
+            JSON_TOOL_REPLY,  # a tool call as text: never shown
+            UNCHECKED_PROMISE,  # asked again: a refund promise
+            json_text("yes"),  # the consult check holds it back
+            json_text({"request": REFUND_QUESTION}),
+            "ALLOWED: duplicate charges are refunded in full.",  # policy_checker
+            CHECKED_ANSWER,
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    shown = [text for _, text in turn if isinstance(text, str)]
+    assert shown == [CHECKED_ANSWER]
+    assert ("billing_agent", ("call", "policy_checker", {"request": REFUND_QUESTION})) in turn
+    assert "cannot be sent" in model.requests[3].contents[-1].text
+    model.assert_complete()
