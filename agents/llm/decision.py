@@ -20,8 +20,7 @@ a step with transfer targets or tools is two calls:
    `consult_before` get that older question: one constrained choice between sending the
    reply and consulting each of them, read against their descriptions.
 
-How a choice is read (the greedy answer, or the options' log-probabilities, calibrated
-or not) is the model's `choice_scoring` (`agents.llm.choice_scores`).
+How a choice is read is the model's `choice_scoring` (`agents.llm.choice_scores`).
 
 The decision and the review carry no chat turns: the conversation is one fenced block
 (`agents.llm.decision_transcript`) under the question, so the model classifies it
@@ -67,6 +66,7 @@ from agents.llm.decision_requests import (
     find_json_object_any,
     parse_choice,
     review_request,
+    unwrapped_reply,
     without_handoff_records,
 )
 from agents.llm.pretend_actions import find_pretend_action, without_pretence
@@ -334,6 +334,9 @@ class _Step:
         while True:
             if response.function_calls or self.request.response_schema is not None:
                 return self._done(response)
+            inner = unwrapped_reply(response.text)
+            if inner is not None:
+                response = response.model_copy(update={"parts": (Part(text=inner),)})
             options = self.options
             pretend = find_pretend_action(
                 response.text,

@@ -254,6 +254,24 @@ def parse_choice(text: str, choices: Sequence[Choice]) -> Choice:
     return next((c for c in choices if c.kind == "answer"), choices[0])
 
 
+def unwrapped_reply(text: str) -> str | None:
+    """The text of a reply written as a one-field JSON object (`{"message": "..."}`), the
+    way a small model primed by JSON answers sometimes writes a plain reply; None for any
+    other text. No customer reads JSON."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(value, dict) and len(value) == 1:
+        (inner,) = value.values()
+        if isinstance(inner, str) and inner.strip():
+            return inner.strip()
+    return None
+
+
 def find_json_object_any(text: str) -> dict[str, Any] | None:
     """The first JSON object in `text` (of any shape), if any."""
     decoder = json.JSONDecoder()

@@ -194,3 +194,22 @@ async def test_a_tool_call_written_as_text_is_asked_again_then_checked() -> None
     assert ("billing_agent", ("call", "policy_checker", {"request": REFUND_QUESTION})) in turn
     assert "cannot be sent" in model.requests[3].contents[-1].text
     model.assert_complete()
+
+
+async def test_a_reply_written_as_a_one_field_json_object_is_shown_as_its_text() -> None:
+    """The embedded model's second billing answer in `support-bot chat` (issue 16)."""
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),
+            json_text("billing_agent"),
+            json_text({"message": "Your March invoice INV-2291 lists two 49.00 USD charges."}),
+            json_text("no"),  # the consult check: no refund promised
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    assert turn[-1] == (
+        "billing_agent",
+        "Your March invoice INV-2291 lists two 49.00 USD charges.",
+    )
+    model.assert_complete()
