@@ -51,6 +51,7 @@ _ANNOUNCED = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z0-9']+")
+_CALL_OPENING = re.compile(r'\{\s*"(?:tool|name)"\s*:\s*"([^"]+)"')
 RECITAL_WORDS = 12
 """A reply that repeats this many consecutive words of the instruction recites it."""
 
@@ -145,7 +146,9 @@ def _tool_call_shape(text: str) -> tuple[str, str | None] | None:
     try:
         value, _ = json.JSONDecoder().raw_decode(body)
     except json.JSONDecodeError:
-        return None
+        # Broken JSON (a small model leaves inner quotes unescaped) that opens as a call.
+        opened = _CALL_OPENING.match(body)
+        return (opened.group(1), None) if opened else None
     if not isinstance(value, dict):
         return None
     name = value.get("tool") or (value.get("name") if "args" in value else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agents.llm.pretend_actions import PretendAction, find_pretend_action
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
@@ -213,3 +214,13 @@ async def test_a_reply_written_as_a_one_field_json_object_is_shown_as_its_text()
         "Your March invoice INV-2291 lists two 49.00 USD charges.",
     )
     model.assert_complete()
+
+
+def test_a_tool_call_in_broken_json_is_still_a_tool_call() -> None:
+    """routing_dev's full run: inner quotes left unescaped, so the JSON does not parse."""
+    broken = '{"tool": "policy_checker", "args": {"request": "result: {"result": "ALLOWED"}"}}'
+    assert find_pretend_action(broken, targets=[], tools=["policy_checker"]) == PretendAction(
+        "tool", "policy_checker"
+    )
+    # The tool already called this turn: a claim, asked for again.
+    assert find_pretend_action(broken, targets=[], tools=[]) == PretendAction("claim")
