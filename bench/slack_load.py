@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -85,6 +86,8 @@ def free_port() -> int:
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return
     process.send_signal(signal.SIGTERM)
     try:
         await asyncio.wait_for(process.wait(), timeout=30)
@@ -93,7 +96,9 @@ async def stop(process: asyncio.subprocess.Process) -> None:
 
 
 def pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100)[int(q) - 1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -123,6 +128,7 @@ class Trial:
     total: int
     delay: float
     acks: dict[str, list[float]]
+    unacked: dict[str, int]
     reply_ms: dict[str, list[float]]
     lost: dict[str, int]
     dup: dict[str, int]
@@ -136,6 +142,7 @@ class Trial:
         replies = self.reply_ms["bot"]
         return (
             self.lost["bot"] == 0
+            and self.unacked["bot"] == 0
             and self.dup["bot"] == 0
             and bool(replies)
             and pct(replies, 99) <= self.delay * 1000 + margin_ms
@@ -172,6 +179,11 @@ class Trial:
             "of a core (near 1.0, the benchmark itself limits)"
         )
         print(f"replies lost: {self.lost['bot']}  duplicated: {self.dup['bot']}")
+        if any(self.unacked.values()):
+            print(
+                f"events never acknowledged (connection timed out): bot {self.unacked['bot']}"
+                f"  bare {self.unacked['bare']}"
+            )
 
 
 def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
@@ -208,7 +220,7 @@ async def run_trial(
     tmp = Path(tempfile.mkdtemp())
     if postgres_admin:
         database_url = await postgres_database(postgres_admin)
-    async with FakeSlackApi() as slack:
+    async with FakeSlackApi() as slack, contextlib.AsyncExitStack() as cleanup:
         env = {
             "SLACK_BOT_TOKEN": "xoxb-bench",
             "SLACK_SIGNING_SECRET": SIGNING_SECRET,
@@ -219,12 +231,17 @@ async def run_trial(
             "LOG_LEVEL": "WARNING",
             "STREAMING": streaming,
         }
+        # A failed trial still stops both apps: the next trial needs the CPU.
         bot_process, bot_url = await start_app("bot", env)
+        cleanup.push_async_callback(stop, bot_process)
         bare_process, bare_url = await start_app("bare", env)
+        cleanup.push_async_callback(stop, bare_process)
         acks: dict[str, list[float]] = {"bot": [], "bare": []}
+        unacked = {"bot": 0, "bare": 0}
         sent_at: dict[str, float] = {}
         roots: dict[int, str] = {}
         http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        cleanup.push_async_callback(http.close)
 
         async def send(url: str, which: str, n: int, event: dict[str, Any]) -> None:
             body = json.dumps(
@@ -239,9 +256,15 @@ async def run_trial(
             )
             headers = {"Content-Type": "application/json", **sign(body)}
             start = time.perf_counter()
-            async with http.post(url, data=body, headers=headers) as resp:
-                await resp.read()
-                assert resp.status == 200, resp.status
+            try:
+                async with http.post(url, data=body, headers=headers) as resp:
+                    await resp.read()
+                    assert resp.status == 200, resp.status
+            except (aiohttp.ClientError, TimeoutError):
+                # An app too far behind to take the connection: the trial fails, it
+                # does not end the search.
+                unacked[which] += 1
+                return
             acks[which].append((time.perf_counter() - start) * 1000)
 
         tasks: set[asyncio.Task[None]] = set()
@@ -300,15 +323,13 @@ async def run_trial(
             if which:
                 replies[which][msg_id] += 1
                 reply_ms[which].append((call.at - sent_at[msg_id]) * 1000)
-        await http.close()
-        await stop(bot_process)
-        await stop(bare_process)
     return Trial(
         rate=rate,
         seconds=seconds,
         total=total,
         delay=delay,
         acks=acks,
+        unacked=unacked,
         reply_ms=reply_ms,
         lost={w: sum(1 for m in sent_at if replies[w][m] == 0) for w in replies},
         dup={w: sum(c - 1 for c in replies[w].values() if c > 1) for w in replies},

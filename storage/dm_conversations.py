@@ -17,7 +17,29 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
+from storage.prepared import Prepared
 from storage.schema import dm_conversations
+
+# Built once: a follow-up in a DM thread runs it on the ack path (see `touch_in`).
+_TOUCH = Prepared(
+    sa.update(dm_conversations)
+    .where(
+        dm_conversations.c.team_id == sa.bindparam("b_team"),
+        dm_conversations.c.channel_id == sa.bindparam("b_channel"),
+        dm_conversations.c.root_ts == sa.bindparam("b_root"),
+        dm_conversations.c.last_at < sa.bindparam("b_now"),
+    )
+    .values(last_at=sa.bindparam("b_now"))
+)
+
+
+async def touch_in(
+    conn: AsyncConnection, team_id: str, channel_id: str, thread_ts: str, *, now: float
+) -> None:
+    """`DmConversationStore.touch` inside the caller's transaction (a delivery's
+    acceptance writes it together with the message, `storage.delivery.inflight`)."""
+    params = {"b_team": team_id, "b_channel": channel_id, "b_root": thread_ts, "b_now": now}
+    await _TOUCH.rowcount(conn, params)
 
 
 class DmConversationStore:
@@ -53,20 +75,9 @@ class DmConversationStore:
     async def touch(self, team_id: str, channel_id: str, thread_ts: str, *, now: float) -> None:
         """A message in the thread `thread_ts`: if that is the DM's current conversation,
         it is active now (replying in the thread keeps it going)."""
-        current = dm_conversations.c
-        stmt = (
-            sa.update(dm_conversations)
-            .where(
-                current.team_id == team_id,
-                current.channel_id == channel_id,
-                current.root_ts == thread_ts,
-                current.last_at < now,
-            )
-            .values(last_at=now)
-        )
 
         async def tx(conn: AsyncConnection) -> None:
-            await conn.execute(stmt)
+            await touch_in(conn, team_id, channel_id, thread_ts, now=now)
 
         await self._gate.write(tx)
 

@@ -89,6 +89,12 @@ def _key_params(app_name: str, user_id: str, session_id: str) -> dict[str, str]:
     return {"b_app": app_name, "b_user": user_id, "b_session": session_id}
 
 
+async def session_exists_in(conn: AsyncConnection, thread: ThreadRecord) -> bool:
+    """Whether the session `thread` maps to is stored, inside the caller's transaction."""
+    key = _key_params(thread.app_name, thread.user_id, thread.session_id)
+    return bool(await _SESSION_EXISTS.rows(conn, key))
+
+
 class SqlSessionService:
     """Sessions, events and scoped state in SQL; behaves like `InMemorySessionService`."""
 
@@ -208,10 +214,9 @@ class SqlSessionService:
     async def ensure_exists(self, thread: ThreadRecord) -> None:
         """Create the session `thread` maps to, empty, when it is missing, without loading
         it."""
-        key = _key_params(thread.app_name, thread.user_id, thread.session_id)
 
         async def exists(conn: AsyncConnection) -> bool:
-            return bool(await _SESSION_EXISTS.rows(conn, key))
+            return await session_exists_in(conn, thread)
 
         async def create(conn: AsyncConnection) -> None:
             now = time.time()

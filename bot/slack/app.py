@@ -16,6 +16,7 @@ from slack_sdk.signature import SignatureVerifier
 from agents.metrics import REGISTRY
 from agents.runner import Runner
 from bot.config import Settings, secret
+from bot.logging import library_logger
 from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
 from bot.slack.recovery import recover
@@ -55,7 +56,7 @@ def build_bolt_app(services: BotServices) -> AsyncApp:
         signing_secret="",
         process_before_response=True,
         request_verification_enabled=False,
-        logger=logging.getLogger("slack_bolt"),
+        logger=library_logger("slack_bolt"),
     )
     listeners.register(app, services)
     return app

@@ -25,6 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.metrics import REGISTRY
 from bot.config import Settings, secret
+from bot.logging import library_logger
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ class SlackClient:
             base_url=settings.slack_api_url,
             session=self.session,
             retry_handlers=retry_handlers(settings.slack_retry_count, backoff=retry_backoff),
+            logger=library_logger("slack_sdk.web.async_base_client"),
         )
 
     async def close(self) -> None:

@@ -24,6 +24,7 @@ from slack_sdk.errors import SlackApiError
 from agents.events import new_invocation_id
 from agents.metrics import REGISTRY
 from agents.runner import find_agent_to_run
+from bot.slack import dm_conversation
 from bot.slack.assistant.panel import Panel
 from bot.slack.assistant.status import TurnStatus
 from bot.slack.message_ts import turn_metadata
@@ -96,6 +97,7 @@ class SlackReplier:
             delivery_key=f"message:{msg.team_id}:{msg.channel}:{msg.ts}",
             owner=self.s.owner,
             now=time.time(),
+            keeps_dm_conversation=dm_conversation.keeps_conversation(msg),
         )
         if not accepted:
             REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")
@@ -127,18 +129,21 @@ class SlackReplier:
         back) to wait for that message, until `deadline`."""
         db = self.s.db
         async with db.thread_locks.hold(key):
-            earlier, record = await db.inflight.earlier_and_thread(
-                inflight_key(msg), key, owner=self.s.owner
-            )
-            if earlier:
+            check = await db.inflight.earlier_and_thread(inflight_key(msg), key, owner=self.s.owner)
+            if check.earlier:
                 if time.monotonic() < deadline:
                     return False
                 log.warning("answering ahead of an earlier unanswered message")
-            await self._decide(key, msg, record)
+            await self._decide(key, msg, check.thread, has_session=check.has_session)
         return True
 
     async def _decide(
-        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord | None
+        self,
+        key: ThreadKey,
+        msg: IncomingMessage,
+        record: ThreadRecord | None,
+        *,
+        has_session: bool = False,
     ) -> None:
         db = self.s.db
         if not self._should_answer(msg, record):
@@ -152,6 +157,7 @@ class SlackReplier:
             new_session_id=uuid.uuid4().hex,
             app_name=self.s.settings.app_name,
             user_id=msg.user,
+            has_session=has_session,
         )
         status = self.panel.status_for(msg, record)
         try:
@@ -193,23 +199,26 @@ class SlackReplier:
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
         broadcast = msg.top_level_dm
-        owner = self.s.owner
-        started = await self.s.db.inflight.start(
-            tracked, owner=owner, invocation_id=invocation_id, now=time.time()
-        )
-        if not started:
-            # A peer took the message over (this process was thought dead): it answers.
-            log.warning("message taken over by a peer", extra=_thread(key))
-            return
         try:
             stream = await self._open_stream(key, msg, record)
             if stream is not None:
                 placeholder_ts = stream.ts
-                await self.s.db.inflight.set_stream(tracked, stream.ts, owner=owner)
             else:
                 placeholder_ts = await self._post_placeholder(key, record, broadcast)
-                if placeholder_ts is not None:
-                    await self.s.db.inflight.set_placeholder(tracked, placeholder_ts, owner=owner)
+            # Started together with the message the reply goes into, in one write.
+            started = await self.s.db.inflight.start(
+                tracked,
+                owner=self.s.owner,
+                invocation_id=invocation_id,
+                now=time.time(),
+                stream_ts=stream.ts if stream is not None else None,
+                placeholder_ts=placeholder_ts if stream is None else None,
+            )
+            if not started:
+                # A peer took the message over (this process was thought dead): it answers.
+                log.warning("message taken over by a peer", extra=_thread(key))
+                await self._withdraw(key, placeholder_ts, stream)
+                return
             status.start()
             outcome = await run_turn(
                 self.s.runner,
@@ -241,6 +250,17 @@ class SlackReplier:
         await self.conclude(
             key, tracked, placeholder_ts, outcome, stream=stream, broadcast=broadcast
         )
+
+    async def _withdraw(self, key: ThreadKey, ts: str | None, stream: SlackStream | None) -> None:
+        """Take back the (empty) message a reply was to go into; never raises."""
+        if stream is not None:
+            await stream.stop(failed=False)
+        if ts is None:
+            return
+        try:
+            await self.s.client.chat_delete(channel=key.channel_id, ts=ts)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("empty reply message not deleted: %s", type(exc).__name__)
 
     async def _open_stream(
         self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord

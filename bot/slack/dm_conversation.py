@@ -26,14 +26,19 @@ NEW_ONLY_IN_DM = (
 
 
 async def place(db: Database, msg: IncomingMessage, *, idle_minutes: float) -> IncomingMessage:
-    """`msg`, placed in its DM conversation (unchanged outside DMs and in threads)."""
-    if not msg.is_dm:
-        return msg
-    now = time.time()
-    if msg.thread_ts is not None:
-        await db.dm_conversations.touch(msg.team_id, msg.channel, msg.thread_ts, now=now)
+    """`msg`, placed in its DM conversation (unchanged outside DMs and in threads: a DM
+    thread's message keeps its conversation going as it is accepted, see
+    `keeps_conversation`)."""
+    if not msg.is_dm or msg.thread_ts is not None:
         return msg
     root = await db.dm_conversations.place(
-        msg.team_id, msg.channel, msg.ts, now=now, idle_after=idle_minutes * 60
+        msg.team_id, msg.channel, msg.ts, now=time.time(), idle_after=idle_minutes * 60
     )
     return dataclasses.replace(msg, conversation_ts=root)
+
+
+def keeps_conversation(msg: IncomingMessage) -> bool:
+    """Whether `msg` (a DM message in a Slack thread) keeps its DM's conversation active
+    when that thread is the conversation: written in the same transaction that accepts
+    the message (`InflightStore.accept`), so the ack waits for one write, not two."""
+    return msg.is_dm and msg.thread_ts is not None

@@ -78,9 +78,11 @@ async def ensure_thread(
     new_session_id: str,
     app_name: str,
     user_id: str,
+    has_session: bool = False,
 ) -> ThreadRecord:
     """The thread, active, with its session: mapped to `new_session_id` on its first
-    message; a handed-off (or closed) thread comes back to the bot."""
+    message; a handed-off (or closed) thread comes back to the bot. `has_session`: the
+    read that gave `record` saw its session stored, so it is not looked up again."""
     if record is None:
         record = await db.threads.create(
             key,
@@ -97,7 +99,8 @@ async def ensure_thread(
     elif record.status != "active":
         await db.threads.set_status(key, "active")
         record = record.model_copy(update={"status": "active"})
-    await db.sessions.ensure_exists(record)
+    if not has_session:
+        await db.sessions.ensure_exists(record)
     return record
 
 

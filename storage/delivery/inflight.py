@@ -1,10 +1,10 @@
 """Accepted Slack messages that are not answered yet, so a crash loses none of them.
 
 A message is `accept`ed (together with its delivery key, in one transaction) before the
-HTTP ack, marked `start`ed with its invocation id before the user's event is appended,
-given its placeholder's Slack ts once that is posted (or its streamed reply's, once
-that stream starts), and `finish`ed (deleted) once the
-reply or a failure notice is in the thread. Rows carry the owning process, and every
+HTTP ack, marked `start`ed with its invocation id before the user's event is appended
+(in the same write as the ts of the placeholder or streamed message its reply goes
+into, once Slack has it), and `finish`ed (deleted) once the reply or a failure notice
+is in the thread. Rows carry the owning process, and every
 update is guarded by it: a process whose row was taken over changes nothing. A live
 process `take_over`s the rows of an owner that stopped beating (`storage.delivery.owners`) and
 finishes them.
@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.delivery.owners import owner_is_dead
+from storage.dm_conversations import touch_in as touch_dm_conversation_in
 from storage.engine import SqlGate
 from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
+from storage.sessions import session_exists_in
 from storage.threads import ThreadKey, ThreadRecord, get_in, touch_in
 
 Stage = Literal["accepted", "started"]
@@ -107,14 +109,25 @@ def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
 _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
 
 
+class ThreadCheck(NamedTuple):
+    """What a message's turn reads before it decides (`earlier_and_thread`)."""
+
+    earlier: bool
+    thread: ThreadRecord | None
+    has_session: bool
+
+
 class _Pending:
     """One `accept` waiting for the next batch."""
 
-    __slots__ = ("delivery", "future", "row")
+    __slots__ = ("delivery", "future", "keeps_dm_conversation", "row")
 
-    def __init__(self, delivery: dict[str, Any], row: dict[str, Any]) -> None:
+    def __init__(
+        self, delivery: dict[str, Any], row: dict[str, Any], keeps_dm_conversation: bool
+    ) -> None:
         self.delivery = delivery
         self.row = row
+        self.keeps_dm_conversation = keeps_dm_conversation
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
 
@@ -139,9 +152,13 @@ class InflightStore:
         delivery_key: str,
         owner: str,
         now: float,
+        keeps_dm_conversation: bool = False,
     ) -> bool:
         """Record the delivery and the message at once; False (nothing written) when the
-        delivery key was seen before, by any process.
+        delivery key was seen before, by any process. With `keeps_dm_conversation` (a
+        DM message in a thread) the same transaction keeps the DM's conversation rooted
+        at `thread_ts` active (`storage.dm_conversations`), rather than one more write
+        on the ack path.
 
         Accepts sit on the ack path, so concurrent ones are group-committed: every accept
         that arrives while a batch is being written goes into the next single
@@ -157,6 +174,7 @@ class InflightStore:
                 "owner": owner,
                 "accepted_at": now,
             },
+            keeps_dm_conversation,
         )
         self._queue.append(pending)
         if self._flusher is None or self._flusher.done():
@@ -185,6 +203,16 @@ class InflightStore:
         winners = {first[key] for (key,) in inserted}
         if winners:
             await conn.execute(self._insert_row, [p.row for p in winners])
+        for p in winners:
+            if p.keeps_dm_conversation:
+                row = p.row
+                await touch_dm_conversation_in(
+                    conn,
+                    row["team_id"],
+                    row["channel_id"],
+                    row["thread_ts"],
+                    now=row["accepted_at"],
+                )
         return winners
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
@@ -206,21 +234,30 @@ class InflightStore:
 
         return await self._gate.write(tx)
 
-    async def start(self, key: InflightKey, *, owner: str, invocation_id: str, now: float) -> bool:
+    async def start(
+        self,
+        key: InflightKey,
+        *,
+        owner: str,
+        invocation_id: str,
+        now: float,
+        stream_ts: str | None = None,
+        placeholder_ts: str | None = None,
+    ) -> bool:
         """The invocation is about to append the user's event: from here on a crash means
         the thread is told, not that the message is run again. False when `owner` no
-        longer holds the row."""
-        return await self._update_owned(
-            key, owner, {"stage": "started", "invocation_id": invocation_id, "started_at": now}
-        )
-
-    async def set_placeholder(self, key: InflightKey, placeholder_ts: str, *, owner: str) -> bool:
-        """The "thinking" message the reply will replace."""
-        return await self._update_owned(key, owner, {"placeholder_ts": placeholder_ts})
-
-    async def set_stream(self, key: InflightKey, stream_ts: str, *, owner: str) -> bool:
-        """The streamed message the reply is being written into."""
-        return await self._update_owned(key, owner, {"stream_ts": stream_ts})
+        longer holds the row. The streamed message (or placeholder) the reply goes
+        into, when there already is one, is recorded in the same write."""
+        values: dict[str, Any] = {
+            "stage": "started",
+            "invocation_id": invocation_id,
+            "started_at": now,
+        }
+        if stream_ts is not None:
+            values["stream_ts"] = stream_ts
+        if placeholder_ts is not None:
+            values["placeholder_ts"] = placeholder_ts
+        return await self._update_owned(key, owner, values)
 
     async def finish(self, key: InflightKey, *, owner: str) -> bool:
         """The thread has its answer (or the message needs none): forget the message,
@@ -273,11 +310,11 @@ class InflightStore:
 
     async def earlier_and_thread(
         self, key: InflightKey, thread: ThreadKey, *, owner: str
-    ) -> tuple[bool, ThreadRecord | None]:
+    ) -> ThreadCheck:
         """In one read: whether an earlier message of the message's thread is still
         unanswered by a process other than `owner` (a later one waits for it, so replies
         keep the thread's order; `owner`'s own earlier messages are ordered by its thread
-        worker already), and the thread's record."""
+        worker already), the thread's record, and whether its session is stored."""
         params = {
             "b_owner": owner,
             "b_team": key.team_id,
@@ -286,9 +323,11 @@ class InflightStore:
             "b_ts": key.message_ts,
         }
 
-        async def tx(conn: AsyncConnection) -> tuple[bool, ThreadRecord | None]:
+        async def tx(conn: AsyncConnection) -> ThreadCheck:
             earlier = bool((await _EARLIER_BY_OTHERS.rows(conn, params))[0][0])
-            return earlier, await get_in(conn, thread)
+            record = await get_in(conn, thread)
+            stored = record is not None and await session_exists_in(conn, record)
+            return ThreadCheck(earlier=earlier, thread=record, has_session=stored)
 
         return await self._gate.read(tx)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 from slack_sdk.signature import SignatureVerifier
@@ -16,7 +18,7 @@ from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm, sign
 from tests.e2e.replies import answers, shown, wait_answers
 from tests.e2e.trees import support_tree
-from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.slack_api import Call, FakeSlackApi
 
 
 def echo(request: LlmRequest) -> str:
@@ -109,3 +111,28 @@ async def test_delivery_checks_each_signature_exactly_once(
     assert (await bot.send_event(dm("checked once", ts="1700000400.000100"))).status == 200
     await wait_answers(slack)
     assert len(checks) == 1
+
+
+async def test_delivery_taken_over_while_its_stream_opens_leaves_no_message_behind(
+    slack: FakeSlackApi, start_bot: StartBot, tmp_path: Path
+) -> None:
+    model = ScriptedModel([echo])
+    bot = await start_bot(support_tree(model))
+    root = "1700000500.000100"
+
+    def taken_over(_: Call) -> None:
+        # A peer takes the message over (this process was thought dead) just as Slack
+        # opens the reply's stream, before the turn is recorded as started.
+        conn = sqlite3.connect(tmp_path / "bot.db")
+        with conn:
+            conn.execute("UPDATE inflight SET owner = 'peer'")
+        conn.close()
+
+    slack.before_answer("chat.startStream", taken_over)
+    assert (await bot.send_event(dm("mine?", ts=root))).status == 200
+    await slack.wait_for("chat.delete")
+    await bot.idle()
+    # The peer answers: this process ran no turn and took its empty message back.
+    assert model.requests == []
+    assert len(slack.calls_to("chat.stopStream")) == 1
+    assert [m for m in slack.thread("D1", root) if m.get("bot_id")] == []

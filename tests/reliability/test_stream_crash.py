@@ -124,14 +124,15 @@ async def test_recovery_finishes_an_abandoned_stream_in_place(
             tracked, thread_ts=root, message=msg.to_record(), delivery_key="d1", owner=dead,
             now=time.time(),
         )  # fmt: skip
-        await db.inflight.start(tracked, owner=dead, invocation_id=invocation, now=time.time())
         started = await services.client.chat_startStream(
             channel="D1", thread_ts=root, task_display_mode="timeline"
         )
         ts = str(started["ts"])
+        await db.inflight.start(
+            tracked, owner=dead, invocation_id=invocation, now=time.time(), stream_ts=ts
+        )
         chunk = {"type": "markdown_text", "text": "Answer to"}
         await services.client.chat_appendStream(channel="D1", ts=ts, chunks=[chunk])
-        await db.inflight.set_stream(tracked, ts, owner=dead)
         if state != "nothing_stored":
             await run_turn(
                 services.runner, user_id="U1", session_id=record.session_id, text="refund?",

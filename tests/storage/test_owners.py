@@ -40,8 +40,9 @@ async def test_live_owners_rows_are_never_taken_however_old(db: Database) -> Non
     later = now + DEAD_AFTER + 1
     (row,) = await db.inflight.left_by_others("peer", now=later, dead_after=DEAD_AFTER)
     assert await db.inflight.take_over(row, owner="peer", now=later, dead_after=DEAD_AFTER)
-    assert not await db.inflight.start(key, owner="busy", invocation_id="i1", now=later)
-    assert not await db.inflight.set_placeholder(key, "100.2", owner="busy")
+    assert not await db.inflight.start(
+        key, owner="busy", invocation_id="i1", now=later, placeholder_ts="100.2"
+    )
     assert not await db.inflight.finish(key, owner="busy")
     assert await db.inflight.start(key, owner="peer", invocation_id="i2", now=later)
     assert await db.inflight.finish(key, owner="peer")
