@@ -13,10 +13,21 @@ answered; a quarter of the deliveries are repeated with Slack's retry headers. R
 
 1. throughput with 1, 2 and 3 processes (fresh database each; no kill);
 2. 3 processes, one SIGKILLed when half the messages are answered and restarted 10 s
-   later: replies lost, duplicated and out of order, "interrupted" notices, and digests
-   posted per idle thread.
+   later: replies lost, duplicated and out of order, "interrupted" notices, and digest
+   messages per idle thread in the lead channel (the product keeps one per thread: a
+   thread that went idle during the kill pause, got its digest, then more messages, has
+   that message updated; the longest gap between a thread's own messages says how many
+   could go idle mid-run).
 
-Bounded: every wait has a deadline, and `--threads`/`--messages` scale it down.
+Each run also prints its steady-state rate (between the 10th and 90th percentile answer,
+without the start and the tail of the closed loop) and what bounds it: the slots' use
+(messages x model time over processes x slots x seconds), CPU seconds each bot process
+and this harness (the front, the fake Slack and the senders) used serving, the starts
+each bot held for event-loop lag, and the load average.
+
+Bounded: every wait has a deadline (a start-up's is 300 s: `import litellm` alone took
+over a minute on the shared machine at load 15), and `--threads`/`--messages` scale it
+down.
 """
 
 from __future__ import annotations
@@ -25,7 +36,6 @@ import argparse
 import asyncio
 import itertools
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -33,9 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -43,19 +51,28 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import aiohttp
 from aiohttp import web
 
+from bench.multiprocess_results import (
+    LEAD,
+    Result,
+    answers,
+    digest_repeats,
+    digests_per_thread,
+    own_cpu,
+    process_cpu,
+    report,
+    steady_rate,
+    tally,
+    updated_threads,
+)
 from bench.storage import postgres_database, postgres_server
-from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
-from storage.database import Database
 from tests.e2e.harness import SIGNING_SECRET, dm
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import Sender
 
 REPO = Path(__file__).resolve().parent.parent
-LEAD = "CLEAD"
 IDLE_AFTER_S = 45.0  # longer than a kill-and-takeover pause on a loaded machine
 REPLY_WITHIN_S = 120.0
 RESTART_AFTER_S = 10.0
-_NUMBER = re.compile(r"message (\d+)")
 
 
 def free_port() -> int:
@@ -72,8 +89,24 @@ class Bot:
         self.url = f"http://127.0.0.1:{self.env['PORT']}"
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cpu_started = 0.0  # CPU seconds of start-up (imports), not counted
+        self.cpu_before = 0.0  # CPU seconds of earlier (killed) incarnations, once serving
 
-    async def start(self, within: float = 60.0) -> None:
+    def cpu(self) -> float:
+        """CPU seconds this bot has used serving (after start-up), across restarts."""
+        return self.cpu_before + (
+            process_cpu(self.proc.pid) - self.cpu_started if self.proc else 0.0
+        )
+
+    async def held_starts(self, http: aiohttp.ClientSession) -> int:
+        """Starts this incarnation held back for event-loop lag (`/metrics`)."""
+        async with http.get(f"{self.url}/metrics") as resp:
+            for line in (await resp.text()).splitlines():
+                if line.startswith("support_bot_held_starts_total"):
+                    return int(float(line.split()[-1]))
+        return 0
+
+    async def start(self, within: float = 300.0) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(  # noqa: ASYNC220 - returns at once; health polled
                 [sys.executable, str(REPO / "bench" / "load_apps.py"), "multi"],
@@ -90,6 +123,7 @@ class Bot:
                 try:
                     async with http.get(f"{self.url}/healthz") as resp:
                         if resp.status == 200:
+                            self.cpu_started = process_cpu(self.proc.pid)
                             return
                 except aiohttp.ClientError:
                     pass
@@ -98,6 +132,7 @@ class Bot:
 
     def kill(self) -> None:
         assert self.proc is not None
+        self.cpu_before = self.cpu()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
 
@@ -154,25 +189,6 @@ class Front:
         return web.Response(status=503)
 
 
-@dataclass
-class Result:
-    """What one run measured."""
-
-    processes: int
-    messages: int
-    seconds: float
-    lost: int = 0
-    duplicated: int = 0
-    out_of_order: int = 0
-    notices: int = 0
-    digests: dict[int, int] = field(default_factory=dict)
-    digest_repeats: int = 0
-
-    @property
-    def throughput(self) -> float:
-        return self.messages / self.seconds
-
-
 async def until(check: Callable[[], bool], *, within: float) -> bool:
     """Wait until `check()` holds (True) or `within` seconds pass (False)."""
     deadline = time.monotonic() + within
@@ -189,22 +205,20 @@ def channel(n: int) -> str:
     return f"D{n:05d}"
 
 
-def answers(slack: FakeSlackApi, root: str) -> list[dict[str, Any]]:
-    """The bot's finished messages in a thread (`root` is "channel/ts"), oldest first."""
-    dm_channel, ts = root.split("/")
-    return [
-        m
-        for m in slack.thread(dm_channel, ts)
-        if m.get("bot_id") and m.get("text") != THINKING_TEXT
-    ]
-
-
 async def user_thread(
-    slack: FakeSlackApi, sender: Sender, n: int, messages: int, progress: list[int]
+    slack: FakeSlackApi,
+    sender: Sender,
+    n: int,
+    messages: int,
+    progress: list[float],
+    gaps: list[float],
 ) -> str:
-    """One user: `messages` messages in one DM thread, each after the previous answer."""
+    """One user: `messages` messages in one DM thread, each after the previous answer
+    (whose time goes in `progress`); the longest gap between two goes in `gaps`."""
     root, first, where = "", "", channel(n)
+    sent: list[float] = []
     for i in range(messages):
+        sent.append(time.monotonic())
         ts = slack.next_ts()
         first = first or ts
         root = f"{where}/{first}"
@@ -216,63 +230,9 @@ async def user_thread(
         if (n + i) % 4 == 0:
             await sender.event(event, event_id=f"Ev{n}x{i}", retry_num=1)
         await until(lambda i=i, r=root: len(answers(slack, r)) > i, within=REPLY_WITHIN_S)
-        progress[0] += 1
+        progress.append(time.monotonic())
+    gaps.append(max((b - a for a, b in itertools.pairwise(sent)), default=0.0))
     return root
-
-
-def tally(slack: FakeSlackApi, roots: list[str], messages: int, result: Result) -> None:
-    for root in roots:
-        numbers: list[int] = []
-        for message in answers(slack, root):
-            if message["text"] in (INTERRUPTED_TEXT, FAILURE_TEXT):
-                result.notices += 1
-                continue
-            found = _NUMBER.search(message["text"])
-            if found:
-                numbers.append(int(found.group(1)))
-        result.duplicated += len(numbers) - len(set(numbers))
-        result.lost += max(0, messages - len(set(numbers)) - _notices(slack, root))
-        if numbers != sorted(numbers):
-            result.out_of_order += 1
-
-
-def _notices(slack: FakeSlackApi, root: str) -> int:
-    return sum(1 for m in answers(slack, root) if m["text"] in (INTERRUPTED_TEXT, FAILURE_TEXT))
-
-
-async def digest_repeats(url: str, slack: FakeSlackApi, roots: list[str]) -> int:
-    """Digest posts beyond one per stored digest: the same `(session, last event)`
-    posted twice. (A thread idle twice, in a pause and at the end, has two digests.)"""
-    db = await Database.open(url)
-    try:
-        stored = await db.digests.list_recent(limit=100 * len(roots) + 100)
-    finally:
-        await db.close()
-    per_thread: dict[str, int] = {}
-    for row in stored:
-        if row.thread is not None:
-            root = f"{row.thread.channel_id}/{row.thread.thread_ts}"
-            per_thread[root] = per_thread.get(root, 0) + 1
-    posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
-    repeats = 0
-    for root in roots:
-        dm_channel, ts = root.split("/")
-        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
-        posted = sum(1 for post in posts if link in post)
-        repeats += max(0, posted - per_thread.get(root, 0))
-    return repeats
-
-
-def digests_per_thread(slack: FakeSlackApi, roots: list[str]) -> dict[int, int]:
-    """How many threads got 0, 1, 2 ... digests in the lead channel."""
-    posts = [str(c) for c in slack.calls_to("chat.postMessage") if c.get("channel") == LEAD]
-    counts: dict[int, int] = {}
-    for root in roots:
-        dm_channel, ts = root.split("/")
-        link = f"/archives/{dm_channel}/p{ts.replace('.', '')}"
-        n = sum(1 for post in posts if link in post)
-        counts[n] = counts.get(n, 0) + 1
-    return counts
 
 
 async def run(
@@ -292,7 +252,9 @@ async def run(
             "IDLE_AFTER_SECONDS": str(IDLE_AFTER_S),
             "DIGEST_SCAN_SECONDS": "1",
             "HEARTBEAT_SECONDS": "1",
-            "OWNER_DEAD_AFTER_SECONDS": "5",
+            # Longer than a live process's stall on the shared machine: at load 13-16 a
+            # 5 s limit had peers take over live work (69 replies twice).
+            "OWNER_DEAD_AFTER_SECONDS": "15",
             "LOG_LEVEL": "WARNING",
         }
         bots = [Bot(env, tmp / f"bot{i}.log") for i in range(processes)]
@@ -301,24 +263,33 @@ async def run(
         await front.start()
         sender = Sender(front.url)
         total = args.threads * args.messages
-        progress = [0]
+        progress, gaps = list[float](), list[float]()
+        load_before, cpu_before = os.getloadavg()[0], own_cpu()
         try:
             started = time.monotonic()
             chains = asyncio.gather(
                 *(
-                    user_thread(slack, sender, n, args.messages, progress)
+                    user_thread(slack, sender, n, args.messages, progress, gaps)
                     for n in range(args.threads)
                 )
             )
             if kill:
                 victim = bots[1]
-                await until(lambda: progress[0] >= total // 2, within=3600)
+                await until(lambda: len(progress) >= total // 2, within=3600)
                 victim.kill()
                 await asyncio.sleep(RESTART_AFTER_S)
                 await victim.start()
             roots = await chains
             seconds = time.monotonic() - started
             result = Result(processes, total, seconds)
+            result.harness_cpu = own_cpu() - cpu_before
+            result.bot_cpu = [bot.cpu() for bot in bots]
+            result.held_starts = [await bot.held_starts(sender.http) for bot in bots]
+            result.load = (load_before, os.getloadavg()[0])
+            result.slot_use = total * args.delay / (processes * args.capacity * seconds)
+            result.steady = steady_rate(progress)
+            result.longest_gap = max(gaps, default=0.0)
+            result.idle_mid_run = sum(1 for gap in gaps if gap > IDLE_AFTER_S)
             tally(slack, roots, args.messages, result)
             if kill:
                 await until(
@@ -327,6 +298,7 @@ async def run(
                 )
                 await asyncio.sleep(IDLE_AFTER_S + 3)  # time for a second digest to appear
                 result.digests = digests_per_thread(slack, roots)
+                result.updated = updated_threads(slack, roots)
                 result.digest_repeats = await digest_repeats(url, slack, roots)
         finally:
             await sender.close()
@@ -334,16 +306,6 @@ async def run(
             for bot in bots:
                 bot.stop()
     return result
-
-
-def report(result: Result, base: Result | None) -> None:
-    ratio = f", {result.throughput / base.throughput:.2f}x one process" if base else ""
-    print(
-        f"{result.processes} process(es): {result.messages} messages in {result.seconds:.1f} s"
-        f" = {result.throughput:.1f} msg/s{ratio};"
-        f" lost {result.lost}, duplicated {result.duplicated},"
-        f" threads out of order {result.out_of_order}, notices {result.notices}"
-    )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -357,6 +319,8 @@ async def main(args: argparse.Namespace) -> None:
             result = await run(admin, Path(tmp), args, processes, kill=False)
             report(result, base)
             base = base or result
+        if args.throughput_only:
+            return
         print(
             f"3 processes, one SIGKILLed at half-way and restarted {RESTART_AFTER_S:.0f} s later:"
         )
@@ -364,7 +328,12 @@ async def main(args: argparse.Namespace) -> None:
         report(killed, base)
         shown = ", ".join(f"{k} digest(s): {v} threads" for k, v in sorted(killed.digests.items()))
         print(f"digest posts repeating a stored digest: {killed.digest_repeats}")
-        print(f"digests per idle thread: {shown}")
+        print(f"digest messages per idle thread in the lead channel: {shown}")
+        print(
+            f"threads whose digest message was updated in place: {killed.updated};"
+            f" threads with a gap between their own messages over the {IDLE_AFTER_S:.0f} s"
+            f" idle limit: {killed.idle_mid_run} (longest gap {killed.longest_gap:.1f} s)"
+        )
 
 
 if __name__ == "__main__":
@@ -374,4 +343,5 @@ if __name__ == "__main__":
     parser.add_argument("--delay", type=float, default=2.0, help="model sleep per call, s")
     parser.add_argument("--capacity", type=int, default=16, help="invocations at once per bot")
     parser.add_argument("--kill-only", action="store_true", help="skip the throughput runs")
+    parser.add_argument("--throughput-only", action="store_true", help="skip the kill run")
     asyncio.run(main(parser.parse_args()))

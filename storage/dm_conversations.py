@@ -8,17 +8,21 @@ as its root. Messages in a Slack thread always belong to that thread.
 
 One row per DM holds the current conversation's root and its last activity. Choosing
 the conversation is one INSERT ... ON CONFLICT UPDATE, so two top-level messages that
-arrive at once at different processes still agree on it.
+arrive at once at different processes still agree on it. A top-level message folded
+into a conversation it does not root is recorded (`dm_folded`), in the same
+transaction, so that a reply in the Slack thread under it joins that conversation.
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
 from storage.prepared import Prepared
-from storage.schema import dm_conversations
+from storage.schema import dm_conversations, dm_folded
 
 # Built once: a follow-up in a DM thread runs it on the ack path (see `touch_in`).
 _TOUCH = Prepared(
@@ -42,11 +46,24 @@ async def touch_in(
     await _TOUCH.rowcount(conn, params)
 
 
+# Top-level messages whose conversation this process knows (a message's is fixed once it
+# is placed), so that replies in their threads cost no read on the ack path.
+_KNOWN_ROOTS = 10_000
+
+
 class DmConversationStore:
     """Which conversation a DM's next top-level message belongs to."""
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        # (team, channel, message ts) -> the root it was folded into, or None (a root).
+        self._roots: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
+
+    def _remember(self, key: tuple[str, str, str], root: str | None) -> None:
+        self._roots[key] = root
+        self._roots.move_to_end(key)
+        while len(self._roots) > _KNOWN_ROOTS:
+            self._roots.popitem(last=False)
 
     async def place(
         self, team_id: str, channel_id: str, message_ts: str, *, now: float, idle_after: float
@@ -68,9 +85,40 @@ class DmConversationStore:
         ).returning(current.root_ts)
 
         async def tx(conn: AsyncConnection) -> str:
-            return str((await conn.execute(stmt)).scalar_one())
+            root = str((await conn.execute(stmt)).scalar_one())
+            if root != message_ts:
+                folded = self._gate.insert(dm_folded).values(
+                    team_id=team_id, channel_id=channel_id, message_ts=message_ts, root_ts=root
+                )
+                await conn.execute(folded.on_conflict_do_nothing())
+            return root
 
-        return await self._gate.write(tx)
+        root = await self._gate.write(tx)
+        self._remember((team_id, channel_id, message_ts), None if root == message_ts else root)
+        return root
+
+    async def folded_root(self, team_id: str, channel_id: str, thread_ts: str) -> str | None:
+        """The root of the conversation the top-level message `thread_ts` was folded
+        into (a reply in the Slack thread under it belongs there), or None."""
+        folded = sa.select(dm_folded.c.root_ts).where(
+            dm_folded.c.team_id == team_id,
+            dm_folded.c.channel_id == channel_id,
+            dm_folded.c.message_ts == thread_ts,
+        )
+
+        key = (team_id, channel_id, thread_ts)
+        if key in self._roots:
+            return self._roots[key]
+
+        async def tx(conn: AsyncConnection) -> str | None:
+            root = (await conn.execute(folded)).scalar()
+            return None if root is None else str(root)
+
+        found = await self._gate.read(tx)
+        if found is not None:
+            # A miss is not kept: the message may still be being placed by a peer.
+            self._remember(key, found)
+        return found
 
     async def touch(self, team_id: str, channel_id: str, thread_ts: str, *, now: float) -> None:
         """A message in the thread `thread_ts`: if that is the DM's current conversation,

@@ -82,8 +82,10 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
     # pages were recorded.
     pages = sa.select(digest_messages.c.ts).where(digest_messages.c.digest_id.in_(cited_ids))
     firsts = sa.select(digests.c.slack_ts).where(cited, digests.c.slack_ts.is_not(None))
-    posted = [ts for (ts,) in await conn.execute(pages)]
-    posted += [ts for (ts,) in await conn.execute(firsts) if ts not in posted]
+    # A thread's later digests update its one message, so their pages share ts.
+    found = [ts for (ts,) in await conn.execute(pages)]
+    found += [ts for (ts,) in await conn.execute(firsts)]
+    posted = list(dict.fromkeys(found))
     report.posted_digests = posted
     turns = sa.tuple_(events.c.session_pk, events.c.invocation_id).in_(
         [(pk, inv) for pk, inv in spoken]

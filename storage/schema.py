@@ -171,6 +171,9 @@ digests = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     # The session's last event the digest covers: one digest per (session, last event).
     sa.Column("last_seq", sa.Integer, nullable=True),
+    # "digest" (a validated record) or "unavailable" (no record passed validation: the
+    # row is the durable intent of the notice, and `problems` says why).
+    sa.Column("kind", sa.String(16), nullable=False, server_default="digest"),
     sa.Index(None, "source_session_id"),
     sa.Index(None, "user_id"),
     sa.Index("ix_digests_session_last_seq", "source_session_id", "last_seq", unique=True),
@@ -195,6 +198,17 @@ dm_conversations = sa.Table(
     sa.Column("channel_id", sa.String(32), primary_key=True),
     sa.Column("root_ts", sa.String(32), nullable=False),
     sa.Column("last_at", sa.Float, nullable=False),
+)
+
+# A top-level DM message folded into an earlier conversation (`root_ts`): a reply in the
+# Slack thread under it joins that conversation (`storage.dm_conversations`).
+dm_folded = sa.Table(
+    "dm_folded",
+    metadata,
+    sa.Column("team_id", sa.String(32), primary_key=True),
+    sa.Column("channel_id", sa.String(32), primary_key=True),
+    sa.Column("message_ts", sa.String(32), primary_key=True),
+    sa.Column("root_ts", sa.String(32), nullable=False),
 )
 
 memory = sa.Table(

@@ -75,9 +75,11 @@ class StatsStore:
             stats.invocations = await count(
                 sa.select(sa.func.count()).where(events.c.author == "user")
             )
-            stats.digests_stored = await count(sa.select(sa.func.count()).select_from(digests))
+            # "summary unavailable" notices are stored as digest rows too; not counted.
+            records = digests.c.kind == "digest"
+            stats.digests_stored = await count(sa.select(sa.func.count()).where(records))
             stats.digests_posted = await count(
-                sa.select(sa.func.count()).where(digests.c.slack_ts.is_not(None))
+                sa.select(sa.func.count()).where(records, digests.c.slack_ts.is_not(None))
             )
             stats.threads_flagged = await count(
                 sa.select(sa.func.count()).where(threads.c.needs_attention)

@@ -9,12 +9,16 @@ lets a peer take the thread from a live process; a lease whose process stopped b
 the pages nobody did, looking for them in the lead channel first in case a process died
 between posting and recording them (`bot.digests.posting`).
 Only a validated record is ever posted; otherwise the support-lead channel gets a short
-"summary unavailable" notice and the thread is flagged for a person.
+"summary unavailable" notice and the thread is flagged for a person. The notice is
+stored first too (a digest row of kind `unavailable`), so it is posted once.
+A thread has one message in the lead channel: a later digest or notice of the same
+thread updates it in place, with a note of what changed (`bot.digests.changes`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -28,10 +32,10 @@ from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.results import WindowGap
-from bot.digests.posting import DigestPoster, Posted, StoredDigest, post_digest
+from bot.digests.changes import update_note
+from bot.digests.posting import DigestPoster, StoredDigest, post_digest
 from bot.slack.permalinks import ThreadLinks, thread_links
 from bot.slack.render.blocks import Block, digest_message, unavailable_message
-from bot.slack.render.limits import post_paged
 from bot.threads.admission import Priority, PriorityLimit
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database
@@ -177,39 +181,6 @@ class DigestJob:
             except Exception:
                 logger.warning("digest lease renewal failed", exc_info=True)
 
-    async def _post(self, thread: ThreadRecord, text: str, blocks: list[Block]) -> str:
-        """Post a notice to the lead channel (paged within Slack's limits), after
-        re-checking the lease right before; the first message's ts."""
-        assert self.lead_channel is not None
-        await self._renew(thread)
-        return await post_paged(self.client, channel=self.lead_channel, text=text, blocks=blocks)
-
-    async def _post_digest(
-        self,
-        thread: ThreadRecord,
-        digest: StoredDigest,
-        text: str,
-        blocks: list[Block],
-        *,
-        resume: bool,
-    ) -> Posted:
-        """Post the digest's missing pages (`bot.digests.posting`), re-checking the lease
-        before each."""
-        assert self.lead_channel is not None
-        posted = await post_digest(
-            self.client,
-            self.db,
-            digest,
-            channel=self.lead_channel,
-            text=text,
-            blocks=blocks,
-            before_post=lambda: self._renew(thread),
-            resume=resume,
-        )
-        if posted.new_pages:
-            REGISTRY.inc("support_bot_digests_posted_total")
-        return posted
-
     async def _digest(self, thread: ThreadRecord) -> DigestOutcome:
         session = await self.db.sessions.of_thread(thread)
         if session is None or not session.events:
@@ -219,28 +190,37 @@ class DigestJob:
         stored = await self.db.digests.for_event(session.id, last_seq)
         if stored is not None:
             # Another process (or a crashed one) stored this digest: finish, don't redo it.
-            return await self._finish_stored(thread, stored, last_seq)
+            return await self._publish(thread, stored, session.events, resume=True)
         previous = await self.db.digests.latest_for_session(session.id)
         result = await self.summarizer.summarize(session)
         await self._renew(thread)
-        created_at = self.clock()
-        if isinstance(result, NoSummary) or not isinstance(result, Summary):
-            return await self._unavailable(thread, [str(p) for p in result.problems], last_seq)
-        record = result.record
-        digest_id = await self.db.digests.add(
-            record=record,
+        add = functools.partial(
+            self.db.digests.add,
             source_session_id=session.id,
             thread=thread.key,
             user_id=thread.user_id,
+            supersedes_digest_id=previous.id if previous is not None else None,
+            created_at=self.clock(),
+            last_seq=last_seq,
+        )
+        if isinstance(result, NoSummary) or not isinstance(result, Summary):
+            REGISTRY.inc("support_bot_digests_unavailable_total")
+            problems = [str(p) for p in result.problems]
+            await self.db.threads.flag(
+                thread.key, "summary unavailable: " + "; ".join(problems)[:500]
+            )
+            # The notice's durable intent: posted once, like a digest, even across a crash.
+            notice_id = await add(record={}, kind="unavailable", problems=problems, attempts=0)
+            return await self._publish(thread, await self._row(notice_id), session.events)
+        record = result.record
+        digest_id = await add(
+            record=record,
             cited_event_ids=record.cited_ids(),
             attempts=result.attempts,
             problems=[str(p) for p in result.problems_first_attempt],
             cost=result.usage.cost,
             prompt_tokens=result.usage.prompt_tokens,
             completion_tokens=result.usage.completion_tokens,
-            supersedes_digest_id=previous.id if previous is not None else None,
-            created_at=created_at,
-            last_seq=last_seq,
         )
         remembered: tuple[tuple[MemoryKind, list[Item]], ...] = (
             ("fact", record.facts),
@@ -255,74 +235,111 @@ class DigestJob:
                     text=item.text,
                     event_ids=list(item.sources),
                 )
-        outcome = DigestOutcome(
-            thread.channel_id, thread.thread_ts, "stored", digest_id, goal=record.goal
+        return await self._publish(
+            thread,
+            await self._row(digest_id),
+            session.events,
+            gaps=(result.gaps, result.windows),
         )
-        if self.lead_channel:
-            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            text, blocks = digest_message(
-                record,
-                events=session.events,
-                links=links,
-                owners=owning_agents(session.events),
-                cost=result.usage.cost,
-                attempts=result.attempts,
-                previous_link=self._lead_link(links, previous.slack_ts if previous else None),
-                gaps=result.gaps,
-                windows=result.windows,
-                feedback=await self.db.feedback.for_session(session.id),
-            )
-            new = StoredDigest(digest_id, session.id, created_at)
-            posted = await self._post_digest(thread, new, text, blocks, resume=False)
-            outcome.slack_ts, outcome.outcome = posted.first_ts, "posted"
-        await self.db.threads.release(
-            thread.key, owner=self.owner, digested_seq=last_seq, digest_id=digest_id
-        )
-        return outcome
 
-    def _lead_link(self, links: ThreadLinks, ts: str | None) -> str | None:
-        """A link to an earlier digest message in the lead channel."""
-        if ts is None or self.lead_channel is None:
-            return None
-        base = links.thread_link.split("/archives/", 1)[0]
-        return f"{base}/archives/{self.lead_channel}/p{ts.replace('.', '')}"
+    async def _row(self, digest_id: int) -> DigestRow:
+        row = await self.db.digests.get(digest_id)
+        if row is None:
+            raise LookupError(f"digest {digest_id} vanished")  # deleted by `forget` meanwhile
+        return row
 
-    async def _finish_stored(
-        self, thread: ThreadRecord, stored: DigestRow, last_seq: int
+    async def _publish(
+        self,
+        thread: ThreadRecord,
+        stored: DigestRow,
+        events: Sequence[Event],
+        *,
+        resume: bool = False,
+        gaps: tuple[Sequence[WindowGap], int] | None = None,
     ) -> DigestOutcome:
-        outcome = DigestOutcome(thread.channel_id, thread.thread_ts, "already_posted", stored.id)
+        """Post a stored digest or notice as the thread's one lead-channel message (an
+        update of the message an earlier digest of the thread was posted as, if any),
+        then release the thread. `resume`: stored by an earlier pass that may have
+        posted part of it."""
+        notice = stored.kind == "unavailable"
+        fresh: DigestStatus = "unavailable" if notice else "stored"
+        outcome = DigestOutcome(
+            thread.channel_id,
+            thread.thread_ts,
+            "already_posted" if resume else fresh,
+            None if notice else stored.id,
+            problems=list(stored.problems) if notice else [],
+        )
+        if not notice:
+            outcome.goal = HandoffRecord.model_validate(stored.record).goal
         if self.lead_channel:
-            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            session = await self.db.sessions.of_thread(thread)
-            record = HandoffRecord.model_validate(stored.record)
-            events = session.events if session else []
-            gaps, windows = await self._stored_gaps(stored.source_session_id, last_seq)
-            text, blocks = digest_message(
-                record,
-                events=events,
-                links=links,
-                owners=owning_agents(events),
-                cost=stored.cost,
-                attempts=stored.attempts,
-                gaps=gaps,
-                windows=windows,
-                feedback=await self.db.feedback.for_session(stored.source_session_id),
+            shown = await self.db.digests.thread_message(stored.source_session_id, before=stored.id)
+            note = (
+                update_note(shown[0], None if notice else _record(stored), events)
+                if shown
+                else None
             )
-            # A process may have died after posting (some of) it: resume, never repeat.
+            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
+            if notice:
+                problems = public_problems(tuple(stored.problems))
+                text, blocks = unavailable_message(links, problems, update_note=note)
+            else:
+                text, blocks = await self._digest_message(stored, events, links, note, gaps)
             digest = StoredDigest(stored.id, stored.source_session_id, stored.created_at)
-            posted = await self._post_digest(thread, digest, text, blocks, resume=True)
+            posted = await post_digest(
+                self.client,
+                self.db,
+                digest,
+                channel=self.lead_channel,
+                text=text,
+                blocks=blocks,
+                before_post=lambda: self._renew(thread),
+                resume=resume,
+                replaces=shown[1] if shown else None,
+            )
             outcome.slack_ts = posted.first_ts
             if posted.new_pages:
-                outcome.outcome = "posted"
+                outcome.outcome = fresh if notice else "posted"
+                if not notice:
+                    REGISTRY.inc("support_bot_digests_posted_total")
+        # Progress is recorded either way, so a failing thread isn't re-summarised every
+        # scan; new activity makes it eligible again.
         await self.db.threads.release(
-            thread.key, owner=self.owner, digested_seq=last_seq, digest_id=stored.id
+            thread.key,
+            owner=self.owner,
+            digested_seq=stored.last_seq,
+            digest_id=None if notice else stored.id,
         )
         return outcome
 
-    async def _stored_gaps(self, session_id: str, last_seq: int) -> tuple[list[WindowGap], int]:
+    async def _digest_message(
+        self,
+        stored: DigestRow,
+        events: Sequence[Event],
+        links: ThreadLinks,
+        note: str | None,
+        gaps: tuple[Sequence[WindowGap], int] | None,
+    ) -> tuple[str, list[Block]]:
+        """The digest's message; a re-post names the gaps of the windows it merged, as
+        the first post would have."""
+        if gaps is None:
+            gaps = await self._stored_gaps(stored.source_session_id, stored.last_seq or 0)
+        return digest_message(
+            _record(stored),
+            events=events,
+            links=links,
+            owners=owning_agents(events),
+            cost=stored.cost,
+            attempts=stored.attempts,
+            update_note=note,
+            gaps=gaps[0],
+            windows=gaps[1],
+            feedback=await self.db.feedback.for_session(stored.source_session_id),
+        )
+
+    async def _stored_gaps(self, session_id: str, last_seq: int) -> tuple[Sequence[WindowGap], int]:
         """The gaps and window count of the stored windows (`SUMMARY_MODE=incremental`) a
-        digest through `last_seq` merged, so its re-post names them as the first post
-        would have; none in `whole` mode, which stores no windows."""
+        digest through `last_seq` merged; none in `whole` mode, which stores no windows."""
         windows = [
             w for w in await self.db.windows.windows(session_id) if w.span.end_seq <= last_seq
         ]
@@ -333,19 +350,6 @@ class DigestJob:
         ]
         return gaps, len(windows)
 
-    async def _unavailable(
-        self, thread: ThreadRecord, problems: list[str], last_seq: int
-    ) -> DigestOutcome:
-        REGISTRY.inc("support_bot_digests_unavailable_total")
-        await self.db.threads.flag(thread.key, "summary unavailable: " + "; ".join(problems)[:500])
-        outcome = DigestOutcome(
-            thread.channel_id, thread.thread_ts, "unavailable", problems=problems
-        )
-        if self.lead_channel:
-            links = await thread_links(self.client, thread.channel_id, thread.thread_ts)
-            text, blocks = unavailable_message(links, public_problems(tuple(problems)))
-            outcome.slack_ts = await self._post(thread, text, blocks)
-        # Progress is recorded so a failing thread isn't re-summarised every scan; new
-        # activity makes it eligible again.
-        await self.db.threads.release(thread.key, owner=self.owner, digested_seq=last_seq)
-        return outcome
+
+def _record(row: DigestRow) -> HandoffRecord:
+    return HandoffRecord.model_validate(row.record)

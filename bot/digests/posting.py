@@ -10,13 +10,22 @@ stored without it. Whoever finishes the digest then first looks for its pages in
 lead channel (`conversations.history`, from the digest's creation on, and the first
 page's `conversations.replies`, both with `include_all_metadata`), records those it
 finds, and posts only the missing ones.
+
+A thread has one message in the lead channel. A later digest of the same thread (it
+went idle again after more messages), or its "summary unavailable" notice, updates
+that message's pages in place (`chat.update`, which also re-marks them with the new
+digest's metadata), continues in its thread when it has more pages, and deletes the
+old pages it no longer needs. Updating is idempotent, so a crash before a page's ts is
+recorded just updates it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from slack_sdk.errors import SlackApiError
 
 from bot.slack.permalinks import PermalinkClient, SlackAnswer
 from bot.slack.render.blocks import Block
@@ -45,6 +54,18 @@ class DigestPoster(PermalinkClient, Protocol):
         thread_ts: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> SlackAnswer: ...
+
+    async def chat_update(
+        self,
+        *,
+        channel: str,
+        ts: str,
+        text: str,
+        blocks: list[Block],
+        metadata: dict[str, Any] | None = None,
+    ) -> SlackAnswer: ...
+
+    async def chat_delete(self, *, channel: str, ts: str) -> SlackAnswer: ...
 
     async def conversations_history(
         self,
@@ -111,17 +132,22 @@ async def post_digest(
     blocks: list[Block],
     before_post: Callable[[], Awaitable[None]],
     resume: bool,
+    replaces: Mapping[int, str] | None = None,
 ) -> Posted:
     """Post the digest's pages that are not in `channel` yet, recording each.
 
-    `resume`: the digest may have been posted in part by a process that died before
-    recording it, so look for its pages first. `before_post` runs before each post (the
+    `replaces`: the pages (page -> ts) of the thread's message already in the channel,
+    which this digest updates in place rather than posting anew. `resume`: the digest may
+    have been posted in part by a process that died before recording it, so look for its
+    pages first. `before_post` runs before each Slack call that changes the channel (the
     job re-checks its lease there).
     """
+    replaces = dict(replaces or {})
     pages = paged(blocks)
     posted = await db.digests.posted_pages(digest.digest_id)
     if resume and len(posted) < len(pages):
-        for page, ts in (await _find_posted(client, channel, digest, posted.get(1))).items():
+        first = posted.get(1) or replaces.get(1)
+        for page, ts in (await _find_posted(client, channel, digest, first)).items():
             if page not in posted:
                 await db.digests.set_posted(digest.digest_id, ts, page=page)
                 posted[page] = ts
@@ -129,19 +155,52 @@ async def post_digest(
     for number, blocks_of_page in enumerate(pages, start=1):
         if number in posted:
             continue
+        page_text = text if number == 1 else f"{text} (part {number})"
         await before_post()
-        answer = await client.chat_postMessage(
-            channel=channel,
-            text=text if number == 1 else f"{text} (part {number})",
-            blocks=blocks_of_page,
-            metadata=digest.marker(number),
-            thread_ts=posted[1] if number > 1 else None,
-            **NO_UNFURL,
-        )
-        posted[number] = str(answer["ts"])
+        if number in replaces:
+            try:
+                await client.chat_update(
+                    channel=channel,
+                    ts=replaces[number],
+                    text=page_text,
+                    blocks=blocks_of_page,
+                    metadata=digest.marker(number),
+                )
+                posted[number] = replaces[number]
+            except SlackApiError as exc:
+                if exc.response.get("error") != "message_not_found":
+                    raise
+                # Someone deleted it in Slack: post this page anew; without the first
+                # page, the old thread's later pages are out of sight, so post them all.
+                replaces = {} if number == 1 else replaces
+                replaces.pop(number, None)
+        if number not in posted:
+            answer = await client.chat_postMessage(
+                channel=channel,
+                text=page_text,
+                blocks=blocks_of_page,
+                metadata=digest.marker(number),
+                thread_ts=posted[1] if number > 1 else None,
+                **NO_UNFURL,
+            )
+            posted[number] = str(answer["ts"])
         await db.digests.set_posted(digest.digest_id, posted[number], page=number)
         new += 1
+    for number, ts in sorted(replaces.items()):
+        if number > len(pages):
+            await before_post()
+            await _delete(client, channel, ts)
     return Posted(first_ts=posted[1], new_pages=new)
+
+
+async def _delete(client: DigestPoster, channel: str, ts: str) -> None:
+    """Delete an old page the updated digest no longer needs (already gone: fine, an
+    earlier pass that crashed deleted it)."""
+    try:
+        await client.chat_delete(channel=channel, ts=ts)
+    except SlackApiError as exc:
+        if exc.response.get("error") != "message_not_found":
+            raise
 
 
 def _field(answer: SlackAnswer, key: str) -> Any:
@@ -154,19 +213,21 @@ def _field(answer: SlackAnswer, key: str) -> Any:
 async def _find_posted(
     client: DigestPoster, channel: str, digest: StoredDigest, first: str | None
 ) -> dict[int, str]:
-    """The digest's pages already in `channel`, by their metadata (`first`: the first
-    page's ts, when it is known)."""
+    """The digest's pages already in `channel`, by their metadata. `first`, when known,
+    is the ts of the message the pages are in the thread of: the digest's own first
+    page, or the thread's earlier message it updates (page 1 only once re-marked)."""
+    found: dict[int, str] = {}
     if first is None:
         first = await _find_first(client, channel, digest)
-    if first is None:
-        return {}
-    found = {1: first}
+        if first is None:
+            return {}
+        found[1] = first
     replies = await client.conversations_replies(
         channel=channel, ts=first, include_all_metadata=True, limit=_PAGE
     )
     for message in _field(replies, "messages") or []:
         page = digest.page_of(message)
-        if page is not None and page > 1:
+        if page is not None:
             found[page] = str(message["ts"])
     return found
 

@@ -6,11 +6,19 @@ parses arguments. Results go to the output stream, logs to stderr.
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from bot.config import Settings
 from bot.digests.job import DigestOutcome
 from bot.ops.stats import registry_rows, render_table, stats_rows
+
+if TYPE_CHECKING:
+    from storage.database import Database
+
+T = TypeVar("T")
 
 
 class OfflineSlack:
@@ -24,6 +32,12 @@ class OfflineSlack:
         }
 
     async def chat_postMessage(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
+
+    async def chat_update(self, **_: Any) -> dict[str, Any]:
+        raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
+
+    async def chat_delete(self, **_: Any) -> dict[str, Any]:
         raise RuntimeError("no SLACK_BOT_TOKEN: digests are stored, not posted")
 
     async def conversations_history(self, **_: Any) -> dict[str, Any]:
@@ -58,7 +72,7 @@ async def digest_once(settings: Settings, out: TextIO) -> int:
             summarizer = build_summarizer(settings, db, models)
             client = slack.web if slack is not None else OfflineSlack()
             job = build_digest_job(settings, db, summarizer, client)
-            outcomes = await job.run_once()
+            outcomes = await _beating(db, job.owner, settings.heartbeat_seconds, job.run_once)
     finally:
         await db.close()
         if slack is not None:
@@ -66,6 +80,24 @@ async def digest_once(settings: Settings, out: TextIO) -> int:
     for line in digest_lines(outcomes, posting=bool(settings.support_lead_channel)):
         out.write(line + "\n")
     return 0
+
+
+async def _beating(db: Database, owner: str, every: float, work: Callable[[], Awaitable[T]]) -> T:
+    """Run `work` while `owner` beats: running bots treat the leases of an owner that
+    does not beat as free, and would take this pass's threads from it mid-summary."""
+    await db.owners.beat(owner, now=time.time())
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every)
+            await db.owners.beat(owner, now=time.time())
+
+    beater = asyncio.create_task(beat())
+    try:
+        return await work()
+    finally:
+        beater.cancel()
+        await db.owners.stop(owner)
 
 
 def digest_lines(outcomes: list[DigestOutcome], *, posting: bool) -> list[str]:

@@ -74,7 +74,7 @@ def inflight_key(msg: IncomingMessage) -> InflightKey:
 
 def shown_in_dm(broadcast: bool) -> dict[str, Any]:
     """Arguments that also show a threaded post at the bottom of the DM, where a user who
-    wrote there is looking (`IncomingMessage.top_level_dm`)."""
+    wrote there is looking (`IncomingMessage.shown_in_dm`)."""
     return {"reply_broadcast": True} if broadcast else {}
 
 
@@ -120,7 +120,7 @@ class SlackReplier:
         except Exception:
             log.exception("message handling failed", extra=_thread(key))
             await self.fail(
-                key, tracked, None, "bot_error", FAILURE_TEXT, broadcast=msg.top_level_dm
+                key, tracked, None, "bot_error", FAILURE_TEXT, broadcast=msg.shown_in_dm
             )
 
     async def _decide_in_order(self, key: ThreadKey, msg: IncomingMessage, deadline: float) -> bool:
@@ -163,7 +163,7 @@ class SlackReplier:
         try:
             await self._answer(key, msg, record, status)
         finally:
-            await status.close()
+            self.panel.clear_later(msg, status)
 
     async def refuse_busy(self, msg: IncomingMessage) -> None:
         """Say "busy, try again shortly" in the message's thread and let it go (over the
@@ -176,7 +176,7 @@ class SlackReplier:
                 thread_ts=key.thread_ts,
                 text=BUSY_TEXT,
                 blocks=notice_blocks(BUSY_TEXT),
-                **shown_in_dm(msg.top_level_dm),
+                **shown_in_dm(msg.shown_in_dm),
                 **NO_UNFURL,
             )
         except Exception:
@@ -198,7 +198,7 @@ class SlackReplier:
         stream: SlackStream | None = None
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
-        broadcast = msg.top_level_dm
+        broadcast = msg.shown_in_dm
         try:
             stream = await self._open_stream(key, msg, record)
             if stream is not None:
@@ -226,7 +226,7 @@ class SlackReplier:
                 session_id=record.session_id,
                 text=msg.text,
                 invocation_id=invocation_id,
-                metadata=turn_metadata(msg.ts, placeholder_ts, outside_thread=msg.outside_thread),
+                metadata=turn_metadata(msg.ts, placeholder_ts, outside_thread=msg.outside_mark),
                 speaker=msg.user,
                 listener=stream.observe if stream is not None else None,
                 on_event=status.observe,

@@ -3,7 +3,9 @@
 The rule (`storage.dm_conversations` keeps the state):
 
 - a DM message in a Slack thread belongs to that thread, and keeps the DM's current
-  conversation going when the thread is that conversation;
+  conversation going when the thread is that conversation; a reply under a top-level
+  message that was folded into a conversation belongs to that conversation (answered
+  in its thread and shown in the DM, like a top-level message);
 - a top-level DM message continues the DM's current conversation: same thread, same
   session, one digest. The bot answers in the conversation's thread and also shows the
   answer at the bottom of the DM (`reply_broadcast`), where the user is looking;
@@ -26,11 +28,15 @@ NEW_ONLY_IN_DM = (
 
 
 async def place(db: Database, msg: IncomingMessage, *, idle_minutes: float) -> IncomingMessage:
-    """`msg`, placed in its DM conversation (unchanged outside DMs and in threads: a DM
-    thread's message keeps its conversation going as it is accepted, see
-    `keeps_conversation`)."""
-    if not msg.is_dm or msg.thread_ts is not None:
+    """`msg`, placed in its DM conversation (unchanged outside DMs and in threads, but
+    for a reply under a top-level message folded into a conversation: it joins that
+    conversation). A DM thread's message keeps its conversation going as it is accepted,
+    see `keeps_conversation`."""
+    if not msg.is_dm:
         return msg
+    if msg.thread_ts is not None:
+        root = await db.dm_conversations.folded_root(msg.team_id, msg.channel, msg.thread_ts)
+        return msg if root is None else dataclasses.replace(msg, conversation_ts=root)
     root = await db.dm_conversations.place(
         msg.team_id, msg.channel, msg.ts, now=time.time(), idle_after=idle_minutes * 60
     )

@@ -17,8 +17,9 @@ from agents.events import Event
 SLACK_TS = "slack_ts"
 # Invocation metadata only: the placeholder message the reply will be posted as.
 REPLY_TS = "slack_reply_ts"
-# On a user event whose message is not in its thread's Slack thread (a top-level DM that
-# continues a conversation): its link must not name the thread.
+# On a user event whose message is not in its thread's Slack thread (a DM message that
+# continues a conversation): True at the bottom of the DM, whose link names no thread, or
+# the ts of the Slack thread it is in (under a message folded into the conversation).
 OUTSIDE_THREAD = "slack_outside_thread"
 
 
@@ -29,7 +30,7 @@ def message_ts(event: Event) -> str | None:
 
 
 def turn_metadata(
-    user_ts: str | None, reply_ts: str | None, *, outside_thread: bool = False
+    user_ts: str | None, reply_ts: str | None, *, outside_thread: bool | str = False
 ) -> dict[str, Any]:
     """What `Runner.run_async(custom_metadata=...)` gets for one Slack message (empty
     for a turn that has no Slack message, the terminal chat's say)."""
@@ -39,13 +40,23 @@ def turn_metadata(
     if reply_ts:
         metadata[REPLY_TS] = reply_ts
     if outside_thread:
-        metadata[OUTSIDE_THREAD] = True
+        metadata[OUTSIDE_THREAD] = outside_thread
     return metadata
+
+
+def _outside_mark(value: Any) -> bool | str:
+    return value if value is True or (isinstance(value, str) and value) else False
 
 
 def outside_thread(event: Event) -> bool:
     """True for a user event whose message is not in its thread's Slack thread."""
-    return event.custom_metadata.get(OUTSIDE_THREAD) is True
+    return bool(_outside_mark(event.custom_metadata.get(OUTSIDE_THREAD)))
+
+
+def own_thread(event: Event) -> str | None:
+    """The other Slack thread a user event's message is in (see `OUTSIDE_THREAD`)."""
+    mark = _outside_mark(event.custom_metadata.get(OUTSIDE_THREAD))
+    return mark if isinstance(mark, str) else None
 
 
 class SlackTsPlugin(BasePlugin):
@@ -62,8 +73,9 @@ class SlackTsPlugin(BasePlugin):
         if not ts:
             return None
         stamp: dict[str, Any] = {SLACK_TS: ts}
-        if ctx.custom_metadata.get(OUTSIDE_THREAD) is True:
-            stamp[OUTSIDE_THREAD] = True
+        mark = _outside_mark(ctx.custom_metadata.get(OUTSIDE_THREAD))
+        if mark:
+            stamp[OUTSIDE_THREAD] = mark
         return event.with_metadata(**stamp)
 
     async def on_event(self, ctx: InvocationContext, event: Event) -> Event | None:

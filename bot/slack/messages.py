@@ -37,8 +37,10 @@ class IncomingMessage:
     thread_ts: str | None
     mentioned: bool
     event_id: str | None = None
-    # A top-level DM message: the root of the DM conversation it continues or starts
-    # (`storage.dm_conversations`).
+    # A DM message outside its conversation's Slack thread: the root of the DM
+    # conversation it continues or starts (`storage.dm_conversations`). Set for a
+    # top-level DM message, and for a reply under a top-level message that was folded
+    # into an earlier conversation.
     conversation_ts: str | None = None
 
     @property
@@ -46,22 +48,31 @@ class IncomingMessage:
         return self.channel_type == "im"
 
     @property
-    def top_level_dm(self) -> bool:
-        """Posted at the bottom of a DM, not in a Slack thread: the bot's answers are
+    def shown_in_dm(self) -> bool:
+        """A DM message not written in its conversation's thread (at the bottom of the
+        DM, or under a message folded into the conversation): the bot's answers are
         threaded to the conversation and also shown in the DM (`reply_broadcast`)."""
-        return self.is_dm and self.thread_ts is None
+        return self.is_dm and self.thread_ts != self.root_ts
 
     @property
     def outside_thread(self) -> bool:
-        """A top-level DM message that continues an earlier conversation: it belongs to
-        that conversation's thread without being in it (links to it carry no thread)."""
-        return self.thread_ts is None and self.root_ts != self.ts
+        """A DM message that continues an earlier conversation from outside its Slack
+        thread: it belongs to that conversation's thread without being in it."""
+        return self.thread_ts != self.root_ts and self.root_ts != self.ts
+
+    @property
+    def outside_mark(self) -> bool | str:
+        """Where a message outside its conversation's thread is (`outside_thread`): the
+        Slack thread it is in, or True at the bottom of the DM; False in its thread."""
+        if not self.outside_thread:
+            return False
+        return self.thread_ts or True
 
     @property
     def root_ts(self) -> str:
-        """The ts of the thread this message belongs to: its Slack thread, else the DM
-        conversation it continues, else its own ts."""
-        return self.thread_ts or self.conversation_ts or self.ts
+        """The ts of the thread this message belongs to: the DM conversation it
+        continues, else its Slack thread, else its own ts."""
+        return self.conversation_ts or self.thread_ts or self.ts
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict, kept while the message is in flight (see `from_record`)."""

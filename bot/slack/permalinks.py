@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.events import Event
-from bot.slack.message_ts import message_ts, outside_thread
+from bot.slack.message_ts import message_ts, outside_thread, own_thread
 
 
 class SlackAnswer(Protocol):
@@ -30,19 +30,25 @@ class ThreadLinks:
     thread_ts: str
     thread_link: str
 
-    def message_link(self, ts: str, *, in_thread: bool = True) -> str:
-        """A link to the message `ts`: in the thread, unless `in_thread` is False (a
-        top-level DM message that continued the conversation) or it is the root."""
+    def message_link(self, ts: str, *, in_thread: bool = True, thread_ts: str | None = None) -> str:
+        """A link to the message `ts`: in the thread (or in `thread_ts`, another Slack
+        thread it is in), unless `in_thread` is False (a top-level DM message that
+        continued the conversation) or it is the thread's root."""
         base = self.thread_link.split("?", 1)[0].rsplit("/p", 1)[0]
         link = f"{base}/p{ts.replace('.', '')}"
-        if ts == self.thread_ts or not in_thread:
+        thread = thread_ts or (self.thread_ts if in_thread else None)
+        if thread is None or ts == thread:
             return link
-        return f"{link}?thread_ts={self.thread_ts}&cid={self.channel}"
+        return f"{link}?thread_ts={thread}&cid={self.channel}"
 
     def link_for(self, event: Event) -> str | None:
         """A link to the Slack message `event` came from or was posted as, if any."""
         ts = message_ts(event)
-        return self.message_link(ts, in_thread=not outside_thread(event)) if ts else None
+        if not ts:
+            return None
+        return self.message_link(
+            ts, in_thread=not outside_thread(event), thread_ts=own_thread(event)
+        )
 
     def shown_link_for(self, events: Sequence[Event]) -> Callable[[Event], str | None]:
         """`link_for`, but only for events whose own text is what their message shows:

@@ -115,7 +115,7 @@ class Resumer:
             await self.s.db.inflight.finish(row.key, owner=self.s.owner)
             return
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
-        broadcast = IncomingMessage.from_record(row.message).top_level_dm
+        broadcast = IncomingMessage.from_record(row.message).shown_in_dm
         if outcome.answered:
             await self.replier.conclude(key, row.key, placeholder, outcome, broadcast=broadcast)
             return
@@ -209,8 +209,9 @@ class Resumer:
 def _user_metadata(row: InflightRecord) -> dict[str, Any]:
     """The recovered user event's metadata: its Slack ts, where it is and who sent it."""
     metadata: dict[str, Any] = {SLACK_TS: row.message_ts}
-    if IncomingMessage.from_record(row.message).outside_thread:
-        metadata[OUTSIDE_THREAD] = True
+    mark = IncomingMessage.from_record(row.message).outside_mark
+    if mark:
+        metadata[OUTSIDE_THREAD] = mark
     speaker = row.message.get("user")
     if isinstance(speaker, str) and speaker:
         metadata[SPEAKER_ID] = speaker

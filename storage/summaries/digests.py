@@ -1,10 +1,14 @@
-"""Digests: validated handoff records, with what it took to produce and post them."""
+"""Digests: validated handoff records, with what it took to produce and post them.
+
+A row of kind `unavailable` is the durable intent of a "summary unavailable" notice: no
+record passed validation, and `problems` says why. Either kind is stored once per
+`(session, last event)` before it is posted."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel
@@ -13,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from storage.engine import SqlGate
 from storage.schema import digest_messages, digests
 from storage.threads import ThreadKey
+
+DigestKind = Literal["digest", "unavailable"]
 
 
 class DigestRow(BaseModel):
@@ -33,6 +39,7 @@ class DigestRow(BaseModel):
     supersedes_digest_id: int | None = None
     created_at: float
     last_seq: int | None = None
+    kind: DigestKind = "digest"
 
 
 def _row(row: Any) -> DigestRow:
@@ -67,6 +74,7 @@ class DigestStore:
         supersedes_digest_id: int | None = None,
         created_at: float | None = None,
         last_seq: int | None = None,
+        kind: DigestKind = "digest",
     ) -> int:
         """Store a digest; returns its id. `user_id` lets a deletion request find it.
 
@@ -91,6 +99,7 @@ class DigestStore:
             "supersedes_digest_id": supersedes_digest_id,
             "created_at": time.time() if created_at is None else created_at,
             "last_seq": last_seq,
+            "kind": kind,
         }
 
         async def tx(conn: AsyncConnection) -> int:
@@ -164,6 +173,37 @@ class DigestStore:
             .limit(1)
         )
         return await self._one(query)
+
+    async def thread_message(
+        self, session_id: str, *, before: int
+    ) -> tuple[DigestRow, dict[int, str]] | None:
+        """The message a thread has in the lead channel: the newest digest (or notice)
+        of `session_id` older than digest `before` that was posted, with its pages
+        (page -> ts); None when none was."""
+        newest = (
+            sa.select(digests)
+            .where(
+                digests.c.source_session_id == session_id,
+                digests.c.id < before,
+                digests.c.slack_ts.is_not(None),
+            )
+            .order_by(digests.c.id.desc())
+            .limit(1)
+        )
+
+        async def tx(conn: AsyncConnection) -> tuple[DigestRow, dict[int, str]] | None:
+            row = (await conn.execute(newest)).first()
+            if row is None:
+                return None
+            shown = _row(row)
+            pages = sa.select(digest_messages.c.page, digest_messages.c.ts).where(
+                digest_messages.c.digest_id == shown.id
+            )
+            posted = {int(page): str(ts) for page, ts in await conn.execute(pages)}
+            posted.setdefault(1, str(shown.slack_ts))
+            return shown, posted
+
+        return await self._gate.read(tx)
 
     async def list_recent(self, limit: int = 20) -> list[DigestRow]:
         """Newest first."""

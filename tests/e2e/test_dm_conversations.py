@@ -3,7 +3,8 @@
 Twelve top-level DMs give one thread, one session and one digest, whose links point at
 the messages where they are; the replies sit in the conversation's thread and show in
 the DM too. A conversation quiet for `DM_CONVERSATION_IDLE_MINUTES`, or ended with
-`/new`, is followed by a new one; a reply in the Slack thread keeps it going.
+`/new`, is followed by a new one; a reply in the Slack thread keeps it going, and so does
+a reply under a top-level message that was folded into the conversation.
 """
 
 from __future__ import annotations
@@ -128,3 +129,47 @@ async def test_new_outside_a_dm_is_refused_and_changes_nothing(
     assert resp.status == 200 and NEW_ONLY_IN_DM in await resp.text()
     await _say(bot, slack, "second", _ts(1))
     assert await _thread_roots(bot) == [_ts(0)]
+
+
+async def test_a_reply_under_a_continued_top_level_message_joins_its_conversation(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    model = ScriptedModel([f"Answer {n}" for n in range(4)])
+    record = {
+        "goal": "Sort out order 7",
+        "facts": [
+            {"text": "The user asked about order 7", "sources": ["e1"]},
+            {"text": "The user said order 7 came damaged", "sources": ["e5"]},
+        ],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    summaries = SummaryService(ScriptedModel([json.dumps(record)]))
+    bot = await start_bot(support_tree(model), summarizer=summaries)
+    root, folded, under, again = _ts(0), _ts(1), _ts(2), _ts(3)
+    await _say(bot, slack, "about order 7", root)
+    await _say(bot, slack, "it is still not here", folded)
+    # The user answers in the Slack thread under the folded (second) top-level message.
+    await _say(bot, slack, "order 7 came damaged", under, thread_ts=folded)
+    await _say(bot, slack, "and the box was open", again, thread_ts=folded)
+
+    # One conversation: one thread, one session, which the model saw whole.
+    assert await _thread_roots(bot) == [root]
+    said = json.dumps([str(c) for c in model.requests[-1].contents])
+    assert "about order 7" in said and "order 7 came damaged" in said
+    # Answered in the conversation's thread, like a top-level message.
+    replies = [m for m in slack.thread("D1", root) if m.get("bot_id")]
+    assert [shown(m) for m in replies] == [f"Answer {n}" for n in range(4)]
+    assert not [m for m in slack.thread("D1", folded) if m.get("bot_id")]
+
+    job = DigestJob(
+        db=bot.services.db, summarizer=summaries, client=bot.services.client,
+        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
+    )  # fmt: skip
+    [digest] = await job.run_once()
+    assert digest.outcome == "posted", digest.problems
+    [post] = [c for c in slack.calls_to("chat.postMessage") if c["channel"] == "CLEAD"]
+    links = re.findall(r"<(https://[^|>]+)\|", json.dumps(post["blocks"]))
+    # The reply links to itself in the Slack thread it was written in.
+    assert f"{LINK}{under.replace('.', '')}?thread_ts={folded}&cid=D1" in links

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.slack_api import FakeSlackApi
+from tests.reliability.support import BotProcess
+
+
+@pytest.fixture(autouse=True)
+def _reap_bot_processes() -> Iterator[None]:
+    """A test that fails before stopping its bot processes leaves none running."""
+    yield
+    BotProcess.reap()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 
@@ -105,6 +105,10 @@ def integrity(db_file: Path) -> str:
 class BotProcess:
     """`python -m tests.reliability.bot_process` with the given environment."""
 
+    # Every process started, so a test that fails half-way leaves none running
+    # (`reap`, called after each test by tests/reliability/conftest.py).
+    started: ClassVar[list[BotProcess]] = []
+
     def __init__(self, env: dict[str, str], log_file: Path) -> None:
         self.env = {**os.environ, **env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         self.port = int(env["PORT"])
@@ -121,6 +125,7 @@ class BotProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+        BotProcess.started.append(self)
         log.close()
         deadline = time.monotonic() + within
         async with aiohttp.ClientSession() as http:
@@ -140,6 +145,14 @@ class BotProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
+
+    @classmethod
+    def reap(cls) -> None:
+        """SIGKILL every started process still running, and forget them all."""
+        for bot in cls.started:
+            if bot.proc is not None and bot.proc.poll() is None:
+                bot.kill()
+        cls.started.clear()
 
     def stop(self) -> int:
         """SIGTERM (graceful drain) and wait; returns the exit code."""

@@ -59,6 +59,10 @@ def digest_env(slack: FakeSlackApi, openai: FakeOpenAIServer, db_file: Path) -> 
         "MODEL_API_BASE": openai.base_url,
         "MODEL_API_KEY": "sk-test",
         "IDLE_AFTER_SECONDS": "0",
+        # A pass beats while it runs; a killed one's leases are free once it stops
+        # beating this long (the next pass's start-up alone takes longer).
+        "HEARTBEAT_SECONDS": "0.5",
+        "OWNER_DEAD_AFTER_SECONDS": "2",
         "LOG_LEVEL": "WARNING",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }

@@ -4,15 +4,21 @@
   every message it had accepted answered, once its heartbeat stops: no age threshold.
 - Two processes sharing one thread answer its messages one at a time, in order, even
   when the first message is the slow one.
+- A thread that goes idle, is digested, gets more messages through the other process and
+  goes idle again keeps one message in the lead channel: the second digest, by whichever
+  of two racing digest processes claims it, updates the first in place.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+from storage.database import Database
 from tests.e2e.harness import SIGNING_SECRET, dm
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text
 from tests.fakes.slack_api import FakeSlackApi
@@ -25,6 +31,7 @@ from tests.reliability.support import (
     settled,
     wait_until,
 )
+from tests.reliability.test_digest_crash import LEAD, digest_pass, finished
 
 
 def bot_env(slack: FakeSlackApi, openai: FakeOpenAIServer, database_url: str) -> dict[str, str]:
@@ -119,3 +126,60 @@ async def test_two_processes_answer_one_thread_in_order(
             await sender.close()
     answers = [m["text"] for m in bot_messages(slack, "D1", root)]
     assert [re.findall(r"message (\d)", a)[-1] for a in answers] == ["0", "1", "2", "3"], answers
+
+
+async def _digest_passes(env: dict[str, str], log: Path, count: int) -> None:
+    """`count` `support-bot digest --once` processes at once, each to completion."""
+    procs = [digest_pass({**os.environ, **env}, log) for _ in range(count)]
+    codes = await asyncio.gather(*(finished(proc) for proc in procs))
+    assert codes == [0] * count, f"digest passes failed, see {log}"
+
+
+async def test_a_thread_idle_twice_keeps_one_lead_message_across_processes(
+    slack: FakeSlackApi, openai: FakeOpenAIServer, postgres_url: str, tmp_path: Path
+) -> None:
+    # Nobody is killed here: a loaded machine's late heartbeat must not look like a death.
+    env = {**bot_env(slack, openai, postgres_url), "OWNER_DEAD_AFTER_SECONDS": "60"}
+    bots = [BotProcess({**env, "PORT": str(free_port())}, tmp_path / f"bot{i}.log") for i in (0, 1)]
+    await asyncio.gather(*(bot.start() for bot in bots))
+    senders = [Sender(bot.url) for bot in bots]
+    digests = {**env, "SUPPORT_LEAD_CHANNEL": LEAD, "IDLE_AFTER_SECONDS": "0"}
+    log = tmp_path / "digest.log"
+    record = {
+        "goal": "Answer the user's messages",
+        "facts": [{"text": "The user wrote message 0", "sources": ["e1"]}],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    root = slack.next_ts()
+    try:
+        for i in range(2):
+            ts = root if i == 0 else slack.next_ts()
+            thread_ts = None if i == 0 else root
+            slack.add_message("D1", ts=ts, text=f"message {i}", user="U1", thread_ts=thread_ts)
+            openai.add(echo({}))
+            event = dm(f"message {i}", ts=ts, thread_ts=thread_ts)
+            assert await senders[i].event(event, event_id=f"Ev{i}") == 200
+            await wait_until(
+                lambda i=i: settled(slack, {("D1", root): i + 1}), within=60, what="the answer"
+            )
+            # Idle: digested by one of two digest processes racing for the thread.
+            openai.add(text(json.dumps(record)))
+            await _digest_passes(digests, log, 2)
+        for bot in bots:
+            assert bot.stop() == 0
+    finally:
+        for sender in senders:
+            await sender.close()
+    [shown] = slack.messages[LEAD].values()
+    assert [c["channel"] for c in slack.calls_to("chat.postMessage")].count(LEAD) == 1
+    assert [c["ts"] for c in slack.calls_to("chat.update") if c["channel"] == LEAD] == [shown["ts"]]
+    assert "Updated after 1 new message in the thread" in json.dumps(shown["blocks"])
+    db = await Database.open(postgres_url)
+    try:
+        newest, first = await db.digests.list_recent()
+        assert newest.supersedes_digest_id == first.id and newest.slack_ts == first.slack_ts
+        assert shown["metadata"]["event_payload"]["digest_id"] == newest.id
+    finally:
+        await db.close()

@@ -1,6 +1,7 @@
 """Which conversation a DM's top-level message joins, on each SQL backend: the current one
 while it is active, a new one after the idle limit or `end`; concurrent first messages
-(several processes) agree on one conversation."""
+(several processes) agree on one conversation; a reply under a folded top-level message
+finds the conversation it was folded into."""
 
 from __future__ import annotations
 
@@ -44,3 +45,18 @@ async def test_concurrent_first_messages_from_two_processes_join_one_conversatio
         await first.close()
         await second.close()
     assert len(set(roots)) == 1
+
+
+async def test_a_reply_under_a_folded_message_finds_its_conversation(db: Database) -> None:
+    place, root_of = db.dm_conversations.place, db.dm_conversations.folded_root
+    assert await place("T1", "D1", "100.1", now=1000.0, idle_after=IDLE) == "100.1"
+    assert await place("T1", "D1", "150.1", now=1010.0, idle_after=IDLE) == "100.1"
+    # Under the folded message: its conversation; under the root: none to look up.
+    assert await root_of("T1", "D1", "150.1") == "100.1"
+    assert await root_of("T1", "D1", "100.1") is None
+    # A conversation that is no longer current still claims its folded messages.
+    assert await db.dm_conversations.end("T1", "D1")
+    assert await place("T1", "D1", "200.1", now=1130.0, idle_after=IDLE) == "200.1"
+    assert await root_of("T1", "D1", "150.1") == "100.1"
+    # The same ts in another DM is not folded.
+    assert await root_of("T1", "D2", "150.1") is None

@@ -11,7 +11,9 @@ and the thread is a session like any other (same storage, digests, `/summary` an
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from functools import partial
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -26,6 +28,7 @@ from bot.slack.assistant.describe import agent_descriptions, suggested_prompts, 
 from bot.slack.assistant.status import PanelStatus, TurnStatus
 from bot.slack.messages import IncomingMessage
 from bot.slack.services import BotServices
+from bot.threads.worker import WorkerClosedError
 from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ class Panel:
     def __init__(self, services: BotServices) -> None:
         self._services = services
         self._descriptions = agent_descriptions(services.runner.agent)
+        self._clearing: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def status_for(self, msg: IncomingMessage, record: ThreadRecord) -> TurnStatus:
         """The status line of `msg`'s thread, or one that shows nothing outside the panel."""
@@ -56,7 +60,29 @@ class Panel:
             thread_ts=msg.root_ts,
             descriptions=self._descriptions,
             first_agent=self._first_agent(record),
+            after=self._clearing.get((msg.channel, msg.root_ts)),
         )
+
+    def clear_later(self, msg: IncomingMessage, status: TurnStatus) -> None:
+        """Clear the turn's status line in the background, once its answer is shown.
+
+        Clearing is a Slack round trip (up to `CLEAR_WAIT_S` on a loaded machine), not
+        model work, so the turn gives its slot of the shared limit back without waiting
+        for it; the thread's next status line is sent after it.
+        """
+        if not isinstance(status, PanelStatus):
+            return
+        key = (msg.channel, msg.root_ts)
+        try:
+            task = self._services.worker.spawn(status.close())
+        except WorkerClosedError:
+            return  # shutting down: Slack drops the status by itself
+        self._clearing[key] = task
+        task.add_done_callback(partial(self._cleared, key))
+
+    def _cleared(self, key: tuple[str, str], task: asyncio.Task[None]) -> None:
+        if self._clearing.get(key) is task:
+            del self._clearing[key]
 
     def _first_agent(self, record: ThreadRecord) -> str:
         """The agent expected to take the thread's next message, from the thread map

@@ -57,8 +57,12 @@ class PanelStatus(TurnStatus):
         thread_ts: str,
         descriptions: Mapping[str, str],
         first_agent: str,
+        after: asyncio.Task[None] | None = None,
     ) -> None:
         self._client = client
+        # The thread's previous turn still clearing its line: sent first, so that late
+        # clear never wipes this turn's status.
+        self._after = after
         self._channel_id = channel_id
         self._thread_ts = thread_ts
         self._descriptions = descriptions
@@ -111,6 +115,9 @@ class PanelStatus(TurnStatus):
 
     async def _send(self) -> None:
         try:
+            if self._after is not None:
+                await asyncio.wait({self._after})
+                self._after = None
             while self._pending is not None:
                 (text, lines), self._pending = self._pending, None
                 if text == self._shown or (not text and self._shown is None):

@@ -289,19 +289,20 @@ def digest_message(
     owners: Sequence[str],
     cost: float,
     attempts: int,
-    previous_link: str | None = None,
+    update_note: str | None = None,
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
     feedback: Mapping[str, int] | None = None,
 ) -> tuple[str, list[Block]]:
-    """The digest: a header linking the thread, the record, any windows it lacks (linked
-    to their raw messages), the feedback its replies got, owners and cost."""
-    title = "Updated handoff digest" if previous_link else "Handoff digest"
+    """The digest: a header linking the thread, what changed when it updates the
+    thread's earlier digest message (`update_note`), the record, any windows it lacks
+    (linked to their raw messages), the feedback its replies got, owners and cost."""
+    title = "Updated handoff digest" if update_note else "Handoff digest"
     # The channel mention stays outside the link: inside, its `>` would end the link.
     intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
-    if previous_link:
-        intro += f"\nThis updates the <{previous_link}|earlier digest> of this thread."
     blocks: list[Block] = [_section(intro)]
+    if update_note:
+        blocks.append(_context(escape(update_note)))
     link_for = links.shown_link_for(events)
     blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
     if gaps:
@@ -332,10 +333,16 @@ def feedback_line(counts: Mapping[str, int]) -> str | None:
     return f"Feedback: customer marked {' and '.join(marks)}" if marks else None
 
 
-def unavailable_message(links: ThreadLinks, problems: Sequence[str]) -> tuple[str, list[Block]]:
-    """The notice when no summary passed validation: the link, and why, never the text."""
+def unavailable_message(
+    links: ThreadLinks, problems: Sequence[str], *, update_note: str | None = None
+) -> tuple[str, list[Block]]:
+    """The notice when no summary passed validation: the link, and why, never the text;
+    `update_note` when it replaces the thread's earlier digest message."""
     text = (
         f"*{UNAVAILABLE}* for <{links.thread_link}|this thread> in <#{links.channel}>. "
         f"It is flagged for a person. The summary failed validation:\n{problem_list(problems)}"
     )
-    return f"{UNAVAILABLE} for a thread in <#{links.channel}>", sections(text)
+    blocks = sections(text)
+    if update_note:
+        blocks.insert(1, _context(escape(update_note)))
+    return f"{UNAVAILABLE} for a thread in <#{links.channel}>", blocks

@@ -149,7 +149,10 @@ async def test_digest_failed_twice_posts_unavailable_and_no_unchecked_text(
     assert "UNCHECKED GOAL TEXT" not in text
     thread = await db.threads.get(key)
     assert thread is not None and thread.needs_attention
-    assert await db.digests.latest_for_session(thread.session_id) is None
+    # Only the notice's durable intent is stored: no record.
+    notice = await db.digests.latest_for_session(thread.session_id)
+    assert notice is not None and notice.kind == "unavailable" and notice.record == {}
+    assert notice.slack_ts == outcome.slack_ts
     clock.now += IDLE
     assert await job(db, client, clock, ScriptedModel()).run_once() == []
 
@@ -170,7 +173,7 @@ async def test_digest_crashed_claimer_lease_expires_then_one_digest(
     assert len(slack.calls_to("chat.postMessage")) == 1
 
 
-async def test_digest_new_activity_gives_updated_digest_linking_the_earlier(
+async def test_digest_new_activity_updates_the_threads_one_message_saying_what_changed(
     db: Database, client: AsyncWebClient, slack: FakeSlackApi
 ) -> None:
     from tests.agents.summary.conftest import user
@@ -178,7 +181,13 @@ async def test_digest_new_activity_gives_updated_digest_linking_the_earlier(
     clock = Clock()
     key = await seed_thread(db, "100.000001", greeting(100), now=clock.now)
     clock.now += IDLE + 1
-    digests = job(db, client, clock, ScriptedModel([greeting_record, greeting_record]))
+
+    def richer(request: LlmRequest) -> str:
+        facts = [item("The user said hello", "e1"), item("The user said hello again", "e3")]
+        return json.dumps({"goal": "Say hello", "facts": facts, "decisions": [],
+                           "commitments": [], "open_questions": []})  # fmt: skip
+
+    digests = job(db, client, clock, ScriptedModel([greeting_record, richer]))
     (first,) = await digests.run_once()
     thread = await db.threads.get(key)
     assert thread is not None
@@ -197,10 +206,44 @@ async def test_digest_new_activity_gives_updated_digest_linking_the_earlier(
     assert second.outcome == "posted"
     stored = await db.digests.get(second.digest_id or 0)
     assert stored is not None and stored.supersedes_digest_id == first.digest_id
-    update = slack.calls_to("chat.postMessage")[-1]
-    earlier = f"/archives/{LEAD}/p{(first.slack_ts or '').replace('.', '')}"
-    assert "Updated handoff digest" in json.dumps(update["blocks"])
-    assert earlier in json.dumps(update["blocks"])
+    # One message per thread in the lead channel: the second digest updated the first.
+    assert len(slack.calls_to("chat.postMessage")) == 1
+    (update,) = slack.calls_to("chat.update")
+    assert update["ts"] == first.slack_ts == second.slack_ts
+    shown = json.dumps(update["blocks"])
+    assert "Updated handoff digest" in shown
+    assert "Updated after 1 new message in the thread: 1 new fact." in shown
+    assert update["metadata"]["event_payload"]["digest_id"] == second.digest_id
+    assert await db.digests.posted_pages(second.digest_id or 0) == {1: first.slack_ts}
+
+
+async def test_digest_whose_lead_message_was_deleted_in_slack_is_posted_anew(
+    db: Database, client: AsyncWebClient, slack: FakeSlackApi
+) -> None:
+    from tests.agents.summary.conftest import user
+
+    clock = Clock()
+    key = await seed_thread(db, "100.000001", greeting(100), now=clock.now)
+    clock.now += IDLE + 1
+    digests = job(db, client, clock, ScriptedModel([greeting_record, greeting_record]))
+    (first,) = await digests.run_once()
+    del slack.messages[LEAD][first.slack_ts or ""]  # a lead deleted it
+    thread = await db.threads.get(key)
+    assert thread is not None
+    session = await db.sessions.get_session(
+        app_name="support", user_id=thread.user_id, session_id=thread.session_id
+    )
+    assert session is not None
+    await db.sessions.append_event(
+        session, user("hello again", custom_metadata={SLACK_TS: "100.3"})
+    )
+    clock.now += IDLE + 1
+    await db.threads.touch(key, now=clock.now - IDLE - 1)
+    (second,) = await digests.run_once()
+    assert second.outcome == "posted" and second.slack_ts != first.slack_ts
+    [shown] = slack.messages[LEAD].values()
+    assert shown["ts"] == second.slack_ts
+    assert shown["metadata"]["event_payload"]["digest_id"] == second.digest_id
 
 
 async def test_digest_without_lead_channel_is_stored_not_posted(

@@ -52,7 +52,7 @@ def test_summary_blocks_end_with_a_link_to_the_thread() -> None:
     assert summary_blocks(RECORD, events=EVENTS, links=None)[-1]["type"] == "context"
 
 
-def test_digest_message_names_owners_cost_and_previous_digest() -> None:
+def test_digest_message_names_owners_cost_and_what_the_update_changed() -> None:
     text, blocks = digest_message(
         RECORD,
         events=EVENTS,
@@ -60,12 +60,14 @@ def test_digest_message_names_owners_cost_and_previous_digest() -> None:
         owners=["billing_agent"],
         cost=0.0123,
         attempts=2,
-        previous_link="https://x.slack.com/archives/C9/p22",
+        update_note="Updated after 2 new messages in the thread: goal changed.",
     )
     # The fallback (the notification) names the digest and goal; the blocks carry the link.
     assert text.startswith("Updated handoff digest: ")
     assert "https://x.slack.com/archives/C1/p11" in blocks[0]["text"]["text"]
-    assert "earlier digest" in blocks[0]["text"]["text"]
+    assert blocks[1]["elements"][0]["text"] == (
+        "Updated after 2 new messages in the thread: goal changed."
+    )
     assert blocks[-1]["elements"][0]["text"] == (
         "Owned by `billing_agent` · summary cost $0.0123 · 2 attempt(s), validated"
     )
