@@ -130,7 +130,11 @@ class TreeSpec:
     def _tool(self, ref: Any, model: Model | str | None, stack: tuple[str, ...]) -> BaseTool:
         if isinstance(ref, Mapping) and "agent_tool" in ref:
             child = self._build(str(ref["agent_tool"]), model, stack, tool=True)
-            return AgentTool(child, skip_summarization=bool(ref.get("skip_summarization", False)))
+            return AgentTool(
+                child,
+                skip_summarization=bool(ref.get("skip_summarization", False)),
+                consult_before=str(ref.get("consult_before") or ""),
+            )
         if isinstance(ref, str) and ":" in ref:
             module_name, _, attr = ref.partition(":")
             try:

@@ -108,6 +108,7 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
             api_base=settings.model_api_base,
             api_key=_api_key(name),
             decision=settings.tool_decision,
+            choice_scoring=settings.decision_scoring,
             timeout=settings.model_timeout_seconds,
         )
 
@@ -149,7 +150,9 @@ def configured_models(settings: Settings, local: LocalEndpoint | None = None) ->
         if local is None:
             main, label = LocalModelNotStarted(), "local (not started)"
         else:
-            main = local.litellm_model(decision=settings.tool_decision)
+            main = local.litellm_model(
+                decision=settings.tool_decision, choice_scoring=settings.decision_scoring
+            )
             label = f"{local.model} (embedded, {local.api_base})"
     else:
         assert settings.model is not None

@@ -11,14 +11,16 @@ a step with transfer targets or tools is two calls:
    second call); a tool gets its arguments written under its own parameter schema; an
    answer is written with no tools in sight.
 3. **The review** of a written answer, when a tool is left that was not called this
-   turn: one more constrained choice, between sending the reply and consulting each such
-   tool, read against the tools' descriptions. A tool that says when it applies ("before
-   promising a refund") is to be consulted when the reply does that, even if the first
-   decision missed it; the reply is then written again with the tool's answer in view.
-   The Qwen 1.5B embedded model seldom holds a reply back this way (in a probe it sent
-   on 4 of 4 refund promises with the tool listed second, 3 of 3 with it first), so
-   the review is a safety net for stronger decide-first models, not a guarantee on the
-   embedded one.
+   turn. A tool whose tree entry says which replies need it first (`consult_before:
+   promise ... a refund`) is a yes/no classification of the reply against that text:
+   on a yes the reply is dropped, the tool is consulted and the reply is written again
+   with its answer in view. The embedded Qwen 1.5B classifies well but seldom holds its
+   own reply back when asked "send it, or consult a tool?" (in a probe it sent 4 of 4
+   refund promises), so the question is put as a classification. Tools without
+   `consult_before` get that older question: one constrained choice between sending the
+   reply and consulting each of them, read against their descriptions.
+
+How a choice is read is the model's `choice_scoring` (`agents.llm.choice_scores`).
 
 The decision and the review carry no chat turns: the conversation is one fenced block
 (`agents.llm.decision_transcript`) under the question, so the model classifies it
@@ -39,36 +41,60 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from agents.events import FunctionCall, Part, Usage
+from agents.llm.choice_scores import (
+    CONTENT_FREE,
+    PRIORS,
+    TOP_LOGPROBS,
+    ChoiceScoring,
+    option_scores,
+    pick,
+)
+from agents.llm.decision_observers import Decision, current_observers, observe_decisions
 from agents.llm.decision_requests import (
+    NO,
+    YES,
     Choice,
-    ChoiceKind,
     answer_request,
     arguments_request,
+    consult_request,
     corrected_request,
     decision_request,
     find_json_object_any,
     parse_choice,
     review_request,
+    unwrapped_reply,
     without_handoff_records,
 )
-from agents.llm.instructions import template_words
-from agents.llm.pretend_actions import PretendAction, find_pretend_action, without_pretence
-from agents.llm.transfer import TRANSFER_TOOL, transfer_targets
+from agents.llm.pretend_actions import find_pretend_action, without_pretence
+from agents.llm.step_options import StepOptions, choice_scoring, step_options
+from agents.llm.transfer import TRANSFER_TOOL
 from agents.metrics import REGISTRY
-from agents.models.base import LlmRequest, LlmResponse, Model, ModelError, ToolDeclaration
+from agents.models.base import (
+    Content,
+    LlmRequest,
+    LlmResponse,
+    Model,
+    ModelError,
+    ToolDeclaration,
+)
 
 if TYPE_CHECKING:
-    from agents.context import InvocationContext
-    from agents.llm.agent import LlmAgent
+    pass
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Decision",
+    "StepOptions",
+    "decides_first",
+    "observe_decisions",
+    "respond",
+    "step_options",
+]
 
 
 for _name, _help in (
@@ -85,103 +111,6 @@ def decides_first(model: Model) -> bool:
     return bool(getattr(model, "decide_first", False))
 
 
-@dataclass(frozen=True)
-class StepOptions:
-    """What one agent may do in one step, from the tree."""
-
-    agent: str
-    description: str
-    instruction: str
-    targets: tuple[tuple[str, str], ...] = ()
-    tools: tuple[ToolDeclaration, ...] = ()
-    called: frozenset[str] = frozenset()
-    others: tuple[str, ...] = ()
-    """The tree's other internal names (agents and tools not among `targets` and
-    `tools`, the agent itself included): a reply must not name them either."""
-    own_words: str = ""
-    """What a reply must not recite: the instruction's own words, without the state values
-    filled into it (a pipeline step's input, e.g. `{diagnosis}`, is data a reply may and
-    should repeat). Empty: the whole `instruction`."""
-
-    @property
-    def recital_source(self) -> str:
-        """The text a reply is checked against for a recital (see `own_words`)."""
-        return self.own_words or self.instruction
-
-    def choices(self, *, answer: bool = True) -> list[Choice]:
-        """Targets, then the agent itself (answer), then the tools not called this turn."""
-        found = [Choice(name, "transfer", text) for name, text in self.targets]
-        if answer:
-            found.append(Choice(self.agent, "answer", self.description))
-        found.extend(
-            Choice(t.name, "tool", t.description) for t in self.tools if t.name not in self.called
-        )
-        return found
-
-
-def step_options(agent: LlmAgent, ctx: InvocationContext, instruction: str) -> StepOptions:
-    """`agent`'s options now. A target that transferred to `agent` in this invocation is
-    left out, so a hand-off is never bounced straight back (a ping-pong)."""
-    events = [e for e in ctx.session.events if e.invocation_id == ctx.invocation_id]
-    senders = {e.author for e in events if e.actions.transfer_to_agent == agent.name}
-    called = {c.name for e in events if e.author == agent.name for c in e.function_calls}
-    return StepOptions(
-        agent=agent.name,
-        description=agent.description,
-        instruction=instruction,
-        targets=tuple(
-            (t.name, t.description) for t in transfer_targets(agent) if t.name not in senders
-        ),
-        tools=tuple(t.declaration() for t in agent.tools),
-        called=frozenset(called),
-        others=tuple(sorted(_internal_names(agent))),
-        own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
-    )
-
-
-def _internal_names(agent: LlmAgent) -> set[str]:
-    """Every agent and tool name in `agent`'s tree, minus its own targets and tools."""
-    root = agent.root_agent
-    names = {a.name for a in root.walk()}
-    names |= {t.name for a in root.walk() for t in getattr(a, "tools", [])}
-    names -= {t.name for t in transfer_targets(agent)} | {t.name for t in agent.tools}
-    return names
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One decision as observed by `observe_decisions`: who chose what, how fast."""
-
-    agent: str
-    choice: str
-    kind: ChoiceKind
-    seconds: float
-
-
-@dataclass
-class _Observers:
-    decisions: list[Callable[[Decision], None]] = field(default_factory=list)
-    pretend: list[Callable[[str, PretendAction], None]] = field(default_factory=list)
-
-
-_observers: ContextVar[_Observers | None] = ContextVar("decision_observers", default=None)
-
-
-@contextmanager
-def observe_decisions(
-    on_decision: Callable[[Decision], None],
-    on_pretend: Callable[[str, PretendAction], None] | None = None,
-) -> Iterator[None]:
-    """Call `on_decision` for every decision (and `on_pretend` for every pretend reply
-    caught) made in this context; evaluations use it to time decisions."""
-    observers = _Observers([on_decision], [on_pretend] if on_pretend else [])
-    token = _observers.set(observers)
-    try:
-        yield
-    finally:
-        _observers.reset(token)
-
-
 async def respond(
     model: Model,
     request: LlmRequest,
@@ -195,7 +124,8 @@ async def respond(
     callbacks see each of these requests; default: `model.generate`."""
     if decides_first(model):
         request = without_handoff_records(request)
-    step = _Step(request, options, generate or model.generate)
+    scoring = choice_scoring(model) if decides_first(model) else "greedy"
+    step = _Step(request, options, generate or model.generate, scoring)
     if decides_first(model) and request.tools:
         response = await step.decide_and_act()
     else:
@@ -212,7 +142,9 @@ class _Step:
         request: LlmRequest,
         options: StepOptions,
         generate: Callable[[LlmRequest], Awaitable[LlmResponse]],
+        scoring: ChoiceScoring = "greedy",
     ) -> None:
+        self.scoring = scoring
         self.request = request
         self.options = options
         self.generate = generate
@@ -238,30 +170,79 @@ class _Step:
         choice = await self.decide(choices)
         return await self.act(choice)
 
-    async def decide(self, choices: Sequence[Choice], request: LlmRequest | None = None) -> Choice:
-        """One of `choices`, asked by `request` (default: the step's decision request)."""
+    async def decide(
+        self,
+        choices: Sequence[Choice],
+        build: Callable[[LlmRequest], LlmRequest] | None = None,
+        *,
+        record: bool = True,
+    ) -> Choice:
+        """One of `choices`, asked by `build(step request)` (default: the step's decision
+        request), scored as `self.scoring` says (`agents.llm.choice_scores`). `record`:
+        counted and shown to the observers as a decision (a yes/no check is not)."""
         started = time.perf_counter()
-        response = await self.call(
-            request
-            or decision_request(
-                self.request,
-                agent=self.options.agent,
-                instruction=self.options.instruction,
-                choices=choices,
-            ),
-        )
+        ask = build or self._decision_builder(choices)
+        request = self._scored(ask(self.request))
+        response = await self.call(request)
         choice = parse_choice(response.text, choices)
+        scores = option_scores(response.logprobs, [c.name for c in choices])
+        if scores is not None and self.scoring != "greedy":
+            prior = None
+            if self.scoring == "calibrated":
+                prior = await self._prior(ask, request, choices)
+            picked = pick(scores, choice.name, prior)
+            choice = next(c for c in choices if c.name == picked)
         seconds = time.perf_counter() - started
+        if not record:
+            return choice
         REGISTRY.inc(
             "support_bot_tool_decisions_total",
             agent=self.options.agent,
             kind=choice.kind,
             choice=choice.name,
         )
-        observers = _observers.get()
+        observers = current_observers.get()
         for notify in observers.decisions if observers else ():
             notify(Decision(self.options.agent, choice.name, choice.kind, seconds))
         return choice
+
+    def _decision_builder(self, choices: Sequence[Choice]) -> Callable[[LlmRequest], LlmRequest]:
+        def build(request: LlmRequest) -> LlmRequest:
+            return decision_request(
+                request,
+                agent=self.options.agent,
+                instruction=self.options.instruction,
+                choices=choices,
+            )
+
+        return build
+
+    def _scored(self, request: LlmRequest) -> LlmRequest:
+        if self.scoring == "greedy":
+            return request
+        config = request.config.model_copy(update={"top_logprobs": TOP_LOGPROBS})
+        return request.model_copy(update={"config": config})
+
+    async def _prior(
+        self,
+        build: Callable[[LlmRequest], LlmRequest],
+        asked: LlmRequest,
+        choices: Sequence[Choice],
+    ) -> dict[str, float] | None:
+        """The options' scores for a content-free message under the same prompt: asked
+        once per prompt and options, then kept (`PRIORS`)."""
+        names = [c.name for c in choices]
+        kept = PRIORS.get(asked.system_instruction, names)
+        if kept is not None:
+            return kept
+        blank = Content(role="user", parts=(Part(text=CONTENT_FREE),))
+        response = await self.call(
+            self._scored(build(self.request.model_copy(update={"contents": [blank]})))
+        )
+        scores = option_scores(response.logprobs, names)
+        if scores is not None:
+            PRIORS.put(asked.system_instruction, names, scores)
+        return scores
 
     async def act(self, choice: Choice) -> LlmResponse:
         if choice.kind == "transfer":
@@ -290,31 +271,61 @@ class _Step:
         )
 
     async def review(self, response: LlmResponse) -> LlmResponse:
-        """A written reply, or the call of a tool it needs first: one more decision,
-        between sending it and each tool not called this turn, read against the tools'
-        descriptions (a tool's description says when it applies, e.g. "before promising
-        a refund"). The reply is dropped for the tool; the agent's next step answers with
-        the tool's result in view."""
+        """A written reply, or the call of a tool it needs first. A tool whose tree entry
+        says which replies need it (`consult_before`) is a yes/no check of the reply; the
+        other tools not called this turn are one more decision, between sending it and
+        each of them, read against their descriptions. The reply is dropped for the tool;
+        the agent's next step answers with the tool's result in view."""
         tools = [c for c in self.options.choices(answer=False) if c.kind == "tool"]
         if not tools or response.function_calls or self.request.response_schema is not None:
             return self._done(response)
         if not response.text.strip():
             return self._done(response)
+        declared = {t.name: t for t in self.options.tools}
+        for choice in tools:
+            tool = declared[choice.name]
+            if tool.consult_before and await self._needs(tool, response.text):
+                return await self._consult(tool.name)
+        unmarked = [c for c in tools if not declared[c.name].consult_before]
+        if not unmarked:
+            return self._done(response)
         send = Choice(self.options.agent, "answer", "")
-        choice = await self.decide(
-            [send, *tools],
-            review_request(
-                self.request,
+        choices = [send, *unmarked]
+
+        def build(request: LlmRequest) -> LlmRequest:
+            # A content-free request (calibration) gets a content-free draft as well.
+            blank = request.contents and request.contents[-1].text == CONTENT_FREE
+            return review_request(
+                request,
                 agent=self.options.agent,
                 instruction=self.options.instruction,
-                draft=response.text,
-                choices=[send, *tools],
-            ),
-        )
+                draft=CONTENT_FREE if blank else response.text,
+                choices=choices,
+            )
+
+        choice = await self.decide(choices, build)
         if choice.kind != "tool":
             return self._done(response)
-        REGISTRY.inc("support_bot_reviews_total", agent=self.options.agent, tool=choice.name)
-        return await self.tool_call(choice.name)
+        return await self._consult(choice.name)
+
+    async def _needs(self, tool: ToolDeclaration, draft: str) -> bool:
+        """Whether `draft` does what `tool.consult_before` says needs the tool first."""
+        choices = [Choice(YES, "tool", ""), Choice(NO, "answer", "")]
+
+        def build(request: LlmRequest) -> LlmRequest:
+            blank = request.contents and request.contents[-1].text == CONTENT_FREE
+            return consult_request(
+                request,
+                instruction=self.options.instruction,
+                draft=CONTENT_FREE if blank else draft,
+                tool=tool,
+            )
+
+        return (await self.decide(choices, build, record=False)).name == YES
+
+    async def _consult(self, name: str) -> LlmResponse:
+        REGISTRY.inc("support_bot_reviews_total", agent=self.options.agent, tool=name)
+        return await self.tool_call(name)
 
     # -- no pretend actions -----------------------------------------------------------
 
@@ -323,6 +334,9 @@ class _Step:
         while True:
             if response.function_calls or self.request.response_schema is not None:
                 return self._done(response)
+            inner = unwrapped_reply(response.text)
+            if inner is not None:
+                response = response.model_copy(update={"parts": (Part(text=inner),)})
             options = self.options
             pretend = find_pretend_action(
                 response.text,
@@ -333,7 +347,7 @@ class _Step:
             )
             if pretend is None:
                 return self._done(response)
-            observers = _observers.get()
+            observers = current_observers.get()
             for notify in observers.pretend if observers else ():
                 notify(options.agent, pretend)
             if pretend.kind == "transfer" and pretend.name:

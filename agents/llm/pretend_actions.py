@@ -7,12 +7,15 @@ recognises it so the caller can turn it into the real action or ask again.
 
 What is recognised is generic, not a routing rule: the names of the agent's own transfer
 targets and tools, and of the transfer tool itself (internal names a customer reply has
-no reason to use), first-person
-claims of a hand-off or check, and runs of words copied from the agent's instruction.
+no reason to use), first-person claims of a hand-off or check, a tool call written out
+as JSON text, announcements of work the reply does not do ("I will proceed to review the
+case", "let me check", "I'll look into it"), and runs of words copied from the agent's
+instruction.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +35,23 @@ _CLAIM = re.compile(
     r"|check(?:ing|ed)?\s+(?:with|against)|verify(?:ing)?\s+with)\b",
     re.IGNORECASE,
 )
+# Announced work the reply itself does not do ("I will proceed to review the case", "let me
+# check", "I'll look into it"): said in a reply, it only ever happens as a real action in
+# the same turn, so the announcement alone is a pretence.
+_ANNOUNCED = re.compile(
+    r"\b(?:i(?:'ll| will| shall| am going to|'m going to| am about to|'m about to)|let me"
+    r"|allow me to|while i|we(?:'ll| will| are going to|'re going to))\s+"
+    r"(?:now\s+|just\s+|immediately\s+|quickly\s+|first\s+|go\s+ahead\s+and\s+"
+    r"|proceed\s+to\s+|be\s+)?"
+    r"(?:proceed(?:ing)?|check(?:ing)?|look(?:ing)?\s+(?:into|up|at|over)|review(?:ing)?"
+    r"|investigat(?:e|ing)|verify(?:ing)?|confirm(?:ing)?|examin(?:e|ing)|research(?:ing)?"
+    r"|find(?:ing)?\s+out|contact(?:ing)?|reach(?:ing)?\s+out|get(?:ting)?\s+back"
+    r"|follow(?:ing)?\s+up|rais(?:e|ing)\s+a|open(?:ing)?\s+a|creat(?:e|ing)\s+a"
+    r"|fil(?:e|ing)\s+a|log(?:ging)?\s+a|notify(?:ing)?)\b",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[a-z0-9']+")
+_CALL_OPENING = re.compile(r'\{\s*"(?:tool|name)"\s*:\s*"([^"]+)"')
 RECITAL_WORDS = 12
 """A reply that repeats this many consecutive words of the instruction recites it."""
 
@@ -64,6 +83,14 @@ def find_pretend_action(
     """
     if not text.strip():
         return None
+    shaped = _tool_call_shape(text)
+    if shaped is not None:
+        name, target = shaped
+        if name in tools:
+            return PretendAction("tool", name)
+        if target in targets:
+            return PretendAction("transfer", target)
+        return PretendAction("claim")
     named = [("transfer", n) for n in targets] + [("tool", n) for n in tools]
     for kind, name in named:
         if _mentions(text, name):
@@ -72,7 +99,7 @@ def find_pretend_action(
         return PretendAction("claim")
     if _word(text, TRANSFER_TOOL):
         return PretendAction("claim")
-    if _CLAIM.search(text):
+    if _CLAIM.search(text) or _ANNOUNCED.search(text):
         for kind, name in named:
             if _word(text, name):
                 return PretendAction(kind, name)  # type: ignore[arg-type]
@@ -95,6 +122,8 @@ def without_pretence(
 ) -> str:
     """`text` without the sentences that pretend an action ("" if nothing else is left):
     the last resort of an agent that has no action to turn the pretence into."""
+    if _tool_call_shape(text) is not None:
+        return ""
     kept = [
         sentence
         for sentence in _SENTENCE.split(text)
@@ -105,6 +134,29 @@ def without_pretence(
         is None
     ]
     return " ".join(s.strip() for s in kept)
+
+
+def _tool_call_shape(text: str) -> tuple[str, str | None] | None:
+    """A reply that is a prompted tool call written as text (`{"tool": "x", "args": {...}}`,
+    fenced or not): the tool's name, and a transfer's target. A small model asked for a
+    plain reply sometimes imitates the tool format it has seen; no customer reads JSON."""
+    body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError:
+        # Broken JSON (a small model leaves inner quotes unescaped) that opens as a call.
+        opened = _CALL_OPENING.match(body)
+        return (opened.group(1), None) if opened else None
+    if not isinstance(value, dict):
+        return None
+    name = value.get("tool") or (value.get("name") if "args" in value else None)
+    if not isinstance(name, str) or not name:
+        return None
+    args = value.get("args")
+    target = args.get("agent_name") if name == TRANSFER_TOOL and isinstance(args, dict) else None
+    return name, target if isinstance(target, str) else None
 
 
 def _mentions(text: str, name: str) -> bool:

@@ -28,6 +28,11 @@ class Content(BaseModel):
         return "".join(p.text for p in self.parts if p.text)
 
 
+ChoiceScoring = Literal["greedy", "logprobs", "calibrated"]
+"""How a decide-first model's constrained choice is read (`agents.llm.choice_scores`)."""
+CHOICE_SCORINGS: tuple[ChoiceScoring, ...] = ("greedy", "logprobs", "calibrated")
+
+
 class GenerateConfig(BaseModel):
     """Sampling settings passed through to the model."""
 
@@ -37,6 +42,19 @@ class GenerateConfig(BaseModel):
     max_tokens: int | None = None
     top_p: float | None = None
     repetition_penalty: float | None = None
+    top_logprobs: int | None = None
+    """Ask for the log-probabilities of this many alternatives at each answer token (a
+    server that cannot give them answers without; see `LlmResponse.logprobs`)."""
+
+
+class TokenLogprobs(BaseModel):
+    """One answer token and the log-probabilities of its top alternatives, as the model
+    saw them before any constrained decoding narrowed its choice."""
+
+    model_config = ConfigDict(frozen=True)
+
+    token: str
+    top: dict[str, float] = Field(default_factory=dict)
 
 
 class ToolDeclaration(BaseModel):
@@ -47,6 +65,9 @@ class ToolDeclaration(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    consult_before: str = ""
+    """The replies that need this tool first, as the tree says ("promises a refund"): a
+    decide-first model checks each written reply against it (`agents.llm.decision`)."""
 
 
 class LlmRequest(BaseModel):
@@ -86,6 +107,8 @@ class LlmResponse(BaseModel):
     finish_reason: str | None = None
     error_code: str | None = None
     error_message: str | None = None
+    logprobs: tuple[TokenLogprobs, ...] = ()
+    """Per answer token, when the request asked for `top_logprobs` and the server gave them."""
 
     @property
     def text(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from agents.events import Usage
 from agents.metrics import REGISTRY
-from agents.models.base import LlmRequest, LlmResponse, ModelError
+from agents.models.base import ChoiceScoring, LlmRequest, LlmResponse, ModelError
 from agents.models.litellm_stream import stream_completion
 from agents.models.openai_format import (
     MalformedToolCall,
@@ -82,7 +82,9 @@ class LiteLlmModel:
     models litellm does not know). `decision` chooses how an agent step with tools uses
     the model (see `agents.llm.decision`): `"decide-first"` (a constrained choice, then the
     reply or the tool's arguments), `"one-call"` (answer or call a tool in one call), or
-    `"auto"`: decide first exactly when tools go out prompted. `extra` is passed to every
+    `"auto"`: decide first exactly when tools go out prompted. `choice_scoring` says how
+    such a decision is read (`agents.llm.choice_scores`): the greedy answer, or the
+    options' log-probabilities, raw or calibrated. `extra` is passed to every
     `acompletion` call as is.
     The API key is never logged, nor shown in `repr`.
     """
@@ -99,6 +101,7 @@ class LiteLlmModel:
         backoff_max: float = 30.0,
         tool_mode: ToolMode = "native",
         decision: ToolDecision = "auto",
+        choice_scoring: ChoiceScoring = "greedy",
         extra: dict[str, Any] | None = None,
     ) -> None:
         if tool_mode not in ("native", "prompted", "auto"):
@@ -112,6 +115,7 @@ class LiteLlmModel:
         self.retry_policy = RetryPolicy(max_retries, backoff_base, backoff_max)
         self.tool_mode: ToolMode = tool_mode
         self.decision: ToolDecision = decision
+        self.choice_scoring: ChoiceScoring = choice_scoring
         self.extra = dict(extra or {})
         self._native_tools: bool | None = None
         self._response_format_ok = True

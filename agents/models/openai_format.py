@@ -12,7 +12,14 @@ import re
 from typing import Any
 
 from agents.events import FunctionCall, Part, Usage
-from agents.models.base import Content, GenerateConfig, LlmRequest, LlmResponse, ToolDeclaration
+from agents.models.base import (
+    Content,
+    GenerateConfig,
+    LlmRequest,
+    LlmResponse,
+    TokenLogprobs,
+    ToolDeclaration,
+)
 
 Message = dict[str, Any]
 
@@ -108,6 +115,8 @@ def config_to_params(config: GenerateConfig) -> dict[str, Any]:
         value = getattr(config, key)
         if value is not None:
             params[key] = value
+    if config.top_logprobs is not None:
+        params.update(logprobs=True, top_logprobs=config.top_logprobs)
     if config.repetition_penalty is not None:
         penalty = config.repetition_penalty
         params["extra_body"] = {"repetition_penalty": penalty, "repeat_penalty": penalty}
@@ -149,7 +158,22 @@ def from_openai_response(response: Any) -> LlmResponse:
         usage=usage_from_openai(data),
         model=data.get("model"),
         finish_reason=choice.get("finish_reason"),
+        logprobs=logprobs_from_openai(choice.get("logprobs")),
     )
+
+
+def logprobs_from_openai(raw: Any) -> tuple[TokenLogprobs, ...]:
+    """A choice's `logprobs.content` (token, then `top_logprobs` alternatives), if any."""
+    content = as_dict(raw).get("content") if raw else None
+    found = []
+    for item in content or []:
+        entry = as_dict(item)
+        top = {
+            str(as_dict(alt).get("token")): float(as_dict(alt).get("logprob") or 0.0)
+            for alt in entry.get("top_logprobs") or []
+        }
+        found.append(TokenLogprobs(token=str(entry.get("token") or ""), top=top))
+    return tuple(found)
 
 
 def tool_call_from_openai(raw: dict[str, Any]) -> FunctionCall:

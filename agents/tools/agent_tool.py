@@ -24,20 +24,26 @@ class AgentTool(BaseTool):
     except `temp:` keys. Its intermediate events stay out of the caller's log. With an
     output schema the result is the validated object; otherwise `{"result": text}`. With
     `skip_summarization` the child's answer ends the caller's turn directly.
+    `consult_before` describes the replies that need this agent's answer first (see
+    `ToolDeclaration.consult_before`).
     """
 
-    def __init__(self, agent: BaseAgent, *, skip_summarization: bool = False) -> None:
+    def __init__(
+        self, agent: BaseAgent, *, skip_summarization: bool = False, consult_before: str = ""
+    ) -> None:
         if agent.parent is not None:
             raise ValueError(f"agent {agent.name!r} is in a tree; give AgentTool its own instance")
         self.agent = agent
         self.name = agent.name
         self.description = agent.description
         self.skip_summarization = skip_summarization
+        self.consult_before = consult_before
 
     def declaration(self) -> ToolDeclaration:
         return ToolDeclaration(
             name=self.name,
             description=self.description,
+            consult_before=self.consult_before,
             parameters={
                 "type": "object",
                 "properties": {

@@ -114,7 +114,7 @@ async def eval_routing(
     route_map = RouteMap.parse(routes)
     cases = select_every_nth(list(load_cases(data)), limit)
     async with open_models(settings) as models:
-        out.write(f"model: {models.label}\n")
+        out.write(f"model: {models.label}, decision scoring: {settings.decision_scoring}\n")
 
         def tree() -> BaseAgent:
             if not route_only:

@@ -24,7 +24,7 @@ from typing import cast
 from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.llm.decision import Decision, decides_first, observe_decisions
-from agents.llm.decision_requests import REVIEW_TITLE
+from agents.llm.decision_requests import CONSULT_TITLE, NO, REVIEW_TITLE
 from agents.llm.pretend_actions import PretendAction, find_pretend_action
 from agents.models.base import LlmRequest, LlmResponse, Model
 from agents.runner import Runner
@@ -236,9 +236,9 @@ ROUTE_ONLY_REPLY = "(route-only evaluation: the reply is not written)"
 class RouteOnlyModel:
     """`model` for a route-only evaluation: every call goes through except the root's own
     reply once it has decided to answer (a tool-less, schema-less request from the root),
-    which is a placeholder, and the second look at that placeholder (the review, see
-    `agents.llm.decision`), which sends it. Decisions, tool arguments and consulted agents
-    run for real."""
+    which is a placeholder, and the second look at that placeholder (the review and the
+    consult check, see `agents.llm.decision`), which sends it. Decisions, tool arguments
+    and consulted agents run for real."""
 
     def __init__(self, model: Model, root: str = "") -> None:
         self.model = model
@@ -249,6 +249,10 @@ class RouteOnlyModel:
     def decide_first(self) -> bool:
         return decides_first(self.model)
 
+    @property
+    def choice_scoring(self) -> str:
+        return str(getattr(self.model, "choice_scoring", "greedy"))
+
     async def generate(self, request: LlmRequest) -> LlmResponse:
         is_reply = not request.tools and request.response_schema is None
         if request.agent_name == self.root and is_reply:
@@ -256,6 +260,8 @@ class RouteOnlyModel:
         schema = request.response_schema or {}
         if request.agent_name == self.root and schema.get("title") == REVIEW_TITLE:
             return LlmResponse.from_text(json.dumps(self.root), model=self.name)
+        if request.agent_name == self.root and schema.get("title") == CONSULT_TITLE:
+            return LlmResponse.from_text(json.dumps(NO), model=self.name)
         return await self.model.generate(request)
 
 

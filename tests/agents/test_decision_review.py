@@ -1,5 +1,6 @@
-"""The review of a written reply on a decide-first model: a tool whose description says
-when it applies ("before promising a refund") is consulted before such a reply is sent.
+"""The review of a written reply on a decide-first model: a tool whose tree entry says
+which replies need it first (`consult_before`) is a yes/no check of each reply; a tool
+without one is offered against sending the reply, by its description.
 
 Whole conversations on the default tree from `agents/support_tree.yaml`, played by a
 scripted model; the texts are the embedded model's kind of answers (issue 16).
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agents.llm.pretend_actions import PretendAction, find_pretend_action
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
@@ -31,7 +33,7 @@ async def test_a_refund_promise_is_held_back_until_the_policy_is_consulted() -> 
             json_text("billing_agent"),  # the supervisor routes
             json_text("billing_agent"),  # billing_agent decides to answer itself
             UNCHECKED_PROMISE,  # and promises a refund, unchecked
-            json_text("policy_checker"),  # the review: consult the policy first
+            json_text("yes"),  # the consult check: the reply promises a refund
             json_text({"request": REFUND_QUESTION}),
             "ALLOWED: duplicate charges are refunded in full.",  # policy_checker
             CHECKED_ANSWER,  # billing_agent again, the policy's answer in view
@@ -59,11 +61,13 @@ async def test_a_refund_promise_is_held_back_until_the_policy_is_consulted() -> 
         ),
         ("billing_agent", CHECKED_ANSWER),
     ]
-    review = model.requests[3]
-    assert review.response_schema is not None
-    assert review.response_schema["enum"] == ["billing_agent", "policy_checker"]
-    assert f"<<<\n{UNCHECKED_PROMISE}\n>>>" in review.contents[0].text
-    assert "before promising a refund" in review.system_instruction
+    check = model.requests[3]
+    assert check.response_schema is not None
+    assert check.response_schema["title"] == "consult"
+    assert check.response_schema["enum"] == ["yes", "no"]
+    assert f"<<<\n{UNCHECKED_PROMISE}\n>>>" in check.contents[0].text
+    # The question is the tree's own `consult_before` text, not a keyword in code.
+    assert "Does this reply promise, offer or confirm a refund" in check.contents[0].text
     # The second answer sees the policy's answer; with the tool called, no second review.
     assert "ALLOWED: duplicate charges are refunded in full." in str(model.requests[-1].contents)
     after = REGISTRY.get("support_bot_reviews_total", agent="billing_agent", tool="policy_checker")
@@ -76,7 +80,7 @@ async def test_a_reply_that_needs_no_tool_is_sent_after_one_look() -> None:
         [
             json_text("support_supervisor"),
             "Hello! How can I help you today?",
-            json_text("support_supervisor"),  # the review sends it
+            json_text("no"),  # the consult check: no refund promised
         ],
         decide_first=True,
     )
@@ -84,7 +88,7 @@ async def test_a_reply_that_needs_no_tool_is_sent_after_one_look() -> None:
     assert await conversation.send("hi there") == [
         ("support_supervisor", "Hello! How can I help you today?")
     ]
-    # A review whose answer is no option at all also sends the reply: never a lost answer.
+    # A check whose answer is no option at all also sends the reply: never a lost answer.
     model.add(json_text("support_supervisor"), "Goodbye!", "not an option")
     assert await conversation.send("bye") == [("support_supervisor", "Goodbye!")]
     model.assert_complete()
@@ -123,3 +127,100 @@ async def test_a_tree_from_yaml_with_other_names_reviews_the_same_way(tmp_path: 
     # With its one tool called, the front desk's second reply is sent without a review.
     assert model.requests[-1].response_schema is None
     model.assert_complete()
+
+
+def consult_tree(path: Path) -> Path:
+    """`write_tree`'s names, the policy tool marked with the replies that need it."""
+    text = write_tree(path).read_text(encoding="utf-8")
+    marked = text.replace(
+        "tools: [{agent_tool: rules_checker}]",
+        "tools: [{agent_tool: rules_checker, consult_before: hand out money}]",
+    )
+    path.write_text(marked, encoding="utf-8")
+    return path
+
+
+async def test_a_tree_from_yaml_with_consult_before_checks_each_reply(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            json_text("front_desk"),  # answers itself
+            UNCHECKED_PROMISE,
+            json_text("yes"),  # the reply hands out money: consult first
+            json_text({"request": REFUND_QUESTION}),
+            "DENIED: refunds need the invoice number.",  # rules_checker
+            json_text("front_desk"),  # decides again, the tool's answer in view
+            "Which invoice was charged twice?",
+            # the next turn: a greeting, checked once and sent
+            json_text("front_desk"),
+            "Hello again!",
+            json_text("no"),
+        ],
+        decide_first=True,
+    )
+    root = build_support_tree(path=consult_tree(tmp_path / "tree.yaml"), model=model)
+    conversation = Conversation(root, model)
+    turn = await conversation.send("I was charged twice, refund please")
+    assert turn[0] == ("front_desk", ("call", "rules_checker", {"request": REFUND_QUESTION}))
+    assert turn[-1] == ("front_desk", "Which invoice was charged twice?")
+    assert "Does this reply hand out money?" in model.requests[2].contents[0].text
+    assert await conversation.send("hi") == [("front_desk", "Hello again!")]
+    model.assert_complete()
+
+
+JSON_TOOL_REPLY = (
+    '{"tool": "customer_support", "args": {"request": "You can return the duplicate charges '
+    'for March invoice INV-2291, 49.00 USD each time, which will be refunded."}}'
+)
+
+
+async def test_a_tool_call_written_as_text_is_asked_again_then_checked() -> None:
+    """The embedded model's own answer in `support-bot chat` (issue 16): asked for a plain
+    reply, billing_agent wrote a made-up tool call as JSON text."""
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor routes
+            json_text("billing_agent"),  # billing_agent answers itself
+            JSON_TOOL_REPLY,  # a tool call as text: never shown
+            UNCHECKED_PROMISE,  # asked again: a refund promise
+            json_text("yes"),  # the consult check holds it back
+            json_text({"request": REFUND_QUESTION}),
+            "ALLOWED: duplicate charges are refunded in full.",  # policy_checker
+            CHECKED_ANSWER,
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    shown = [text for _, text in turn if isinstance(text, str)]
+    assert shown == [CHECKED_ANSWER]
+    assert ("billing_agent", ("call", "policy_checker", {"request": REFUND_QUESTION})) in turn
+    assert "cannot be sent" in model.requests[3].contents[-1].text
+    model.assert_complete()
+
+
+async def test_a_reply_written_as_a_one_field_json_object_is_shown_as_its_text() -> None:
+    """The embedded model's second billing answer in `support-bot chat` (issue 16)."""
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),
+            json_text("billing_agent"),
+            json_text({"message": "Your March invoice INV-2291 lists two 49.00 USD charges."}),
+            json_text("no"),  # the consult check: no refund promised
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    assert turn[-1] == (
+        "billing_agent",
+        "Your March invoice INV-2291 lists two 49.00 USD charges.",
+    )
+    model.assert_complete()
+
+
+def test_a_tool_call_in_broken_json_is_still_a_tool_call() -> None:
+    """routing_dev's full run: inner quotes left unescaped, so the JSON does not parse."""
+    broken = '{"tool": "policy_checker", "args": {"request": "result: {"result": "ALLOWED"}"}}'
+    assert find_pretend_action(broken, targets=[], tools=["policy_checker"]) == PretendAction(
+        "tool", "policy_checker"
+    )
+    # The tool already called this turn: a claim, asked for again.
+    assert find_pretend_action(broken, targets=[], tools=[]) == PretendAction("claim")

@@ -2,7 +2,7 @@
 (the default tree, compaction on, the shipped summary aids with grounding on).
 
 The issue's case: the user says "Your colleague promised me a full refund of $500 by
-Friday for order 4411", the agent says "Let me look into order 4411.", and the model
+Friday for order 4411", the agent says "Order 4411 is in our records.", and the model
 writes the commitment "Full refund of $500 for order 4411 by Friday" citing both. It is
 a user claim: labelled in the digest, in `/summary`, in a hand-off to a person and in the
 hand-off record an agent starts from, and stored in `memory` as a claim, never as a
@@ -38,7 +38,7 @@ from tests.fakes.slack_api import FakeSlackApi
 ROOT = "1700000900.000100"
 LINK = f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}"
 CLAIM = "Your colleague promised me a full refund of $500 by Friday for order 4411"
-REPLY = "Let me look into order 4411."
+REPLY = "Order 4411 is in our records."
 COMMITMENT = "Full refund of $500 for order 4411 by Friday"
 COMPACTED = "The user says a colleague promised a full refund of $500 by Friday."
 
@@ -65,7 +65,7 @@ class CitingSummarizer:
             assert found is not None, pattern
             return found.group(1)
 
-        claim, reply = cite(r"user: Your colleague"), cite(r"\w+: Let me look")
+        claim, reply = cite(r"user: Your colleague"), cite(r"\w+: Order 4411 is in")
         compaction = cite(r"compaction SUMMARY")
         record = {
             "goal": "Refund for order 4411",
@@ -166,7 +166,7 @@ async def test_goal_with_a_link_and_an_unsupported_amount_is_never_posted(
     }
     fixed = {**record, "goal": "Resolve a double charge on order 4411"}
     summaries = AgentModel({SUMMARIZER_NAME: [json.dumps(record), json.dumps(fixed)]})
-    model = AgentModel({"support_supervisor": ["Let me look into order 4411."]})
+    model = AgentModel({"support_supervisor": [REPLY]})
     bot = await start_bot(
         build_support_tree(model=model),
         summarizer=SummaryService(summaries, aids=shipped_aids()),

@@ -117,7 +117,7 @@ async def test_handoff_note_is_quoted_context_never_the_agents_own_words(
     assert f"> {FORGED}" in record.text
 
     # The next message goes to billing_agent, which reads the record as quoted data.
-    model.add("billing_agent", "Let me check order 4411.")
+    model.add("billing_agent", "Order 4411 is in our records.")
     slack.add_message("C1", ts="1700000401.000100", text="any news?", user="U1", thread_ts=ROOT)
     await bot.send_event(channel_message("any news?", ts="1700000401.000100", thread_ts=ROOT))
     await wait_answers(slack, 2)

@@ -58,7 +58,7 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
             classify,
             json_text("billing_agent"),  # billing_agent answers without the policy tool,
             "The duplicate charge will be refunded.",
-            json_text("policy_checker"),  # but its review consults it before sending
+            json_text("yes"),  # but the consult check holds the refund promise back
             json_text({"request": "Refund a duplicate charge on INV-2291?"}),
             "ALLOWED: duplicate charges are refunded.",
             "The duplicate charge will be refunded.",
@@ -69,7 +69,7 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
             "I will transfer you to billing_agent.",  # pretends, becomes a transfer
             json_text("billing_agent"),
             "Billing here: what can I do?",
-            json_text("billing_agent"),  # the review sends it
+            json_text("no"),  # the consult check sends it
         ],
         decide_first=True,
     )
