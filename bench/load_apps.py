@@ -62,9 +62,12 @@ class SleepyModel:
     async def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]:
         text = f"reply to {request.contents[-1].text}"
         size = -(-len(text) // self.DELTAS)
-        for i in range(0, len(text), size):
-            await asyncio.sleep(self.delay / self.DELTAS)
-            yield LlmResponse.from_text(text[i : i + size], partial=True)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)]
+        # The whole delay, however many pieces a short text makes: a streamed reply
+        # takes as long as a whole one.
+        for piece in pieces:
+            await asyncio.sleep(self.delay / len(pieces))
+            yield LlmResponse.from_text(piece, partial=True)
         yield LlmResponse.from_text(text)
 
 
