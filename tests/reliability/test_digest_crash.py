@@ -60,7 +60,7 @@ def digest_env(slack: FakeSlackApi, openai: FakeOpenAIServer, db_file: Path) -> 
         "MODEL_API_KEY": "sk-test",
         "IDLE_AFTER_SECONDS": "0",
         # A pass beats while it runs; a killed one's leases are free once it stops
-        # beating this long (the next pass's start-up alone takes longer).
+        # beating this long (the tests wait that long after a kill: `owner_dead`).
         "HEARTBEAT_SECONDS": "0.5",
         "OWNER_DEAD_AFTER_SECONDS": "2",
         "LOG_LEVEL": "WARNING",
@@ -81,6 +81,13 @@ def digest_pass(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
 
 async def finished(proc: subprocess.Popen[bytes]) -> int:
     return await asyncio.to_thread(proc.wait, 60)
+
+
+async def owner_dead(env: dict[str, str]) -> None:
+    """Wait until a killed pass counts as dead: its leases are free only once it has
+    not beaten for OWNER_DEAD_AFTER_SECONDS (the wait is that configured timeout; on a
+    quiet machine the next pass starts sooner and would rightly leave them alone)."""
+    await asyncio.sleep(float(env["OWNER_DEAD_AFTER_SECONDS"]) + 0.5)
 
 
 @pytest.mark.parametrize("killed_at_page", [1, 2])
@@ -111,6 +118,7 @@ async def test_digest_killed_after_posting_is_resumed_not_posted_twice(
     assert [m["metadata"]["event_payload"]["page"] for m in posted] == [1, 2][:killed_at_page]
     page_one = posted[0]
 
+    await owner_dead(env)
     second = digest_pass(env, log)
     assert await finished(second) == 0, log.read_text()[-2000:]
     lead = sorted(slack.messages[LEAD].values(), key=lambda m: float(m["ts"]))

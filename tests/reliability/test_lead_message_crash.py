@@ -20,7 +20,14 @@ from tests.e2e.harness import BotHarness, dm, open_database
 from tests.fakes.openai_server import FakeOpenAIServer, text
 from tests.fakes.slack_api import Call, FakeSlackApi
 from tests.reliability.support import EchoModel, echo_tree
-from tests.reliability.test_digest_crash import LEAD, ROOT, digest_env, digest_pass, finished
+from tests.reliability.test_digest_crash import (
+    LEAD,
+    ROOT,
+    digest_env,
+    digest_pass,
+    finished,
+    owner_dead,
+)
 
 RECORD = {
     "goal": "Refund the double charge on order 4411",
@@ -70,6 +77,7 @@ async def test_unavailable_notice_killed_after_posting_is_found_not_posted_twice
     assert notice["text"].startswith("Summary unavailable")
 
     # The next pass finishes the stored notice: no new summary, no second notice.
+    await owner_dead(env)
     second = digest_pass(env, log)
     assert await finished(second) == 0, log.read_text()[-2000:]
     assert [m["ts"] for m in lead_messages(slack)] == [notice["ts"]]
@@ -102,6 +110,7 @@ async def test_thread_idle_again_updates_its_one_message_even_when_killed_mid_up
     killer(slack, "chat.update", proc)
     assert await finished(proc[0]) == -signal.SIGKILL
     slack.before_answer("chat.update", None)
+    await owner_dead(env)
     resumed = digest_pass(env, log)
     assert await finished(resumed) == 0, log.read_text()[-2000:]
 
