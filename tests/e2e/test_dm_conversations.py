@@ -40,6 +40,18 @@ async def _thread_roots(bot: BotHarness) -> list[str]:
         return [r[0] for r in rows]
 
 
+def _summary(goal: str, *facts: tuple[str, str]) -> SummaryService:
+    """A summary agent that answers once with `goal` and `facts` (text, cited event)."""
+    record = {
+        "goal": goal,
+        "facts": [{"text": text, "sources": [source]} for text, source in facts],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [],
+    }
+    return SummaryService(ScriptedModel([json.dumps(record)]))
+
+
 async def _say(bot: BotHarness, slack: FakeSlackApi, text: str, ts: str, **kw: Any) -> None:
     slack.add_message("D1", ts=ts, text=text, user="U1", thread_ts=kw.get("thread_ts"))
     await bot.send_event(dm(text, ts=ts, **kw))
@@ -50,17 +62,11 @@ async def test_twelve_top_level_dms_are_one_conversation_with_one_digest(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     model = ScriptedModel([f"Answer {n}" for n in range(12)])
-    record = {
-        "goal": "Sort out orders 0 and 1",
-        "facts": [
-            {"text": "The user asked about order 0", "sources": ["e1"]},
-            {"text": "The user asked about order 1", "sources": ["e3"]},
-        ],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
-    summaries = SummaryService(ScriptedModel([json.dumps(record)]))
+    summaries = _summary(
+        "Sort out orders 0 and 1",
+        ("The user asked about order 0", "e1"),
+        ("The user asked about order 1", "e3"),
+    )
     bot = await start_bot(support_tree(model), summarizer=summaries)
     for n in range(12):
         await _say(bot, slack, f"about order {n}", _ts(n))
@@ -135,17 +141,11 @@ async def test_a_reply_under_a_continued_top_level_message_joins_its_conversatio
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     model = ScriptedModel([f"Answer {n}" for n in range(4)])
-    record = {
-        "goal": "Sort out order 7",
-        "facts": [
-            {"text": "The user asked about order 7", "sources": ["e1"]},
-            {"text": "The user said order 7 came damaged", "sources": ["e5"]},
-        ],
-        "decisions": [],
-        "commitments": [],
-        "open_questions": [],
-    }
-    summaries = SummaryService(ScriptedModel([json.dumps(record)]))
+    summaries = _summary(
+        "Sort out order 7",
+        ("The user asked about order 7", "e1"),
+        ("The user said order 7 came damaged", "e5"),
+    )
     bot = await start_bot(support_tree(model), summarizer=summaries)
     root, folded, under, again = _ts(0), _ts(1), _ts(2), _ts(3)
     await _say(bot, slack, "about order 7", root)
