@@ -72,6 +72,19 @@ def click(
     }
 
 
+async def answered(
+    bot: BotHarness, slack: FakeSlackApi, text: str, root: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Send `text` as a new DM and wait for its streamed reply: the reply's feedback
+    block, and where a click on it comes from (channel, thread, message)."""
+    await bot.send_event(dm(text, ts=root))
+    await slack.wait_for("chat.stopStream")
+    await bot.idle()
+    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
+    where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
+    return feedback_block(update), where
+
+
 async def metrics(bot: BotHarness) -> dict[str, float]:
     assert bot.http is not None
     async with bot.http.get(f"{bot.url}/metrics") as response:
@@ -85,15 +98,10 @@ async def test_feedback_click_is_stored_and_counted_once_even_when_delivered_twi
     summarizer = SummaryService(ScriptedModel([json_text(RECORD)]))
     bot = await start_bot(support_tree(model), summarizer=summarizer)
     root = "1700001000.000100"
-    await bot.send_event(dm("I was charged twice", ts=root))
-    await slack.wait_for("chat.stopStream")
-    await bot.idle()
-    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
-    block = feedback_block(update)
+    block, where = await answered(bot, slack, "I was charged twice", root)
     [element] = block["elements"]
     assert element["type"] == "feedback_buttons" and element["action_id"] == FEEDBACK_ACTION
 
-    where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
     unhelpful = click(block, "negative", **where)
     assert (await bot.send_payload(unhelpful)).status == 200
     # Slack's redelivery of the same request, and a copy with its own trigger (as a
@@ -131,12 +139,7 @@ async def test_feedback_changed_mind_and_other_people_count_separately(
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["Hello!"])))
     root = "1700001100.000100"
-    await bot.send_event(dm("hi", ts=root))
-    await slack.wait_for("chat.stopStream")
-    await bot.idle()
-    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
-    block = feedback_block(update)
-    where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
+    block, where = await answered(bot, slack, "hi", root)
     for value, user in (("negative", "U1"), ("positive", "U1"), ("positive", "U2")):
         await bot.send_payload(click(block, value, user=user, **where))
     await bot.idle()
@@ -157,12 +160,7 @@ async def test_feedback_on_an_unknown_reply_is_ignored(
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["Hello!"])))
     root = "1700001200.000100"
-    await bot.send_event(dm("hi", ts=root))
-    await slack.wait_for("chat.stopStream")
-    await bot.idle()
-    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
-    block = feedback_block(update)
-    where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
+    block, where = await answered(bot, slack, "hi", root)
     # The user's own message is not a reply; a forged event id is no reply at all.
     for forged in ("feedback:e1", "feedback:e999", "feedback:x"):
         payload = click({**block, "block_id": forged}, "negative", **where)
