@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.events import FunctionCall, Part, Usage
 from agents.llm.choice_scores import (
@@ -72,6 +72,7 @@ from agents.llm.decision_requests import (
 from agents.llm.pretend_actions import find_pretend_action, without_pretence
 from agents.llm.step_options import StepOptions, choice_scoring, step_options
 from agents.llm.transfer import TRANSFER_TOOL
+from agents.llm.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
 from agents.models.base import (
     Content,
@@ -260,6 +261,10 @@ class _Step:
         tool = next(t for t in self.options.tools if t.name == name)
         response = await self.call(arguments_request(self.request, self.options.instruction, tool))
         args = find_json_object_any(response.text)
+        if args is None and response.finish_reason == "length":
+            args = _closed_arguments(response.text, tool)
+            if args is not None:
+                logger.info("%s: arguments for %s were cut off; closed", self.options.agent, name)
         if args is None:
             raise ModelError(
                 f"{self.options.agent}: arguments for {name} are not a JSON object: "
@@ -394,6 +399,21 @@ class _Step:
     def _count_pretend(self, fix: str) -> None:
         REGISTRY.inc("support_bot_pretend_actions_total", agent=self.options.agent, fix=fix)
         logger.info("pretend action by %s: %s", self.options.agent, fix)
+
+
+def _closed_arguments(text: str, tool: ToolDeclaration) -> dict[str, Any] | None:
+    """Arguments cut off at the output cap, closed where they stopped
+    (`agents.llm.truncated_json`), if every required field then has a value: a string
+    field must hold more than blanks. None otherwise (the turn fails as malformed)."""
+    args = close_truncated_object(text)
+    if args is None:
+        return None
+    required = (tool.parameters or {}).get("required", [])
+    for field in required:
+        value = args.get(field)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+    return args
 
 
 def _calls(*calls: FunctionCall) -> LlmResponse:

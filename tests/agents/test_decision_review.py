@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from agents.events import Part
 from agents.llm.pretend_actions import PretendAction, find_pretend_action
+from agents.llm.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
+from agents.models.base import LlmResponse
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
 from tests.agents.conversation import Conversation
@@ -224,3 +229,78 @@ def test_a_tool_call_in_broken_json_is_still_a_tool_call() -> None:
     )
     # The tool already called this turn: a claim, asked for again.
     assert find_pretend_action(broken, targets=[], tools=[]) == PretendAction("claim")
+
+
+CUT_ARGUMENTS = (
+    '{"request": "Refund a duplicate 49.00 USD charge on INV-2291? Before promising any '
+    "refund, call policy_checker. Before promising any refund, call policy_checker. Before "
+    'promising any'
+)
+
+
+async def test_tool_arguments_cut_off_at_the_cap_are_closed_not_a_failed_turn() -> None:
+    """routing_dev with replies (issue 16): the arguments written for policy_checker ran on
+    until the output cap, an unterminated string. The call goes ahead with what was
+    written; the turn does not end in the failure notice."""
+    cut_before = REGISTRY.get("support_bot_output_cut_total", agent="billing_agent")
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),
+            json_text("billing_agent"),
+            UNCHECKED_PROMISE,
+            json_text("yes"),
+            LlmResponse(parts=(Part(text=CUT_ARGUMENTS),), finish_reason="length"),
+            "ALLOWED: duplicate charges are refunded in full.",
+            CHECKED_ANSWER,
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    (call,) = [step for _, step in turn if isinstance(step, tuple) and step[0] == "call"][1:]
+    assert call[1] == "policy_checker"
+    assert call[2]["request"].startswith("Refund a duplicate 49.00 USD charge on INV-2291?")
+    assert call[2]["request"].endswith("Before promising any")
+    assert turn[-1] == ("billing_agent", CHECKED_ANSWER)
+    assert REGISTRY.get("support_bot_output_cut_total", agent="billing_agent") == cut_before + 1
+    model.assert_complete()
+
+
+async def test_tool_arguments_that_are_not_cut_off_and_not_json_still_fail_the_turn() -> None:
+    """Closing is only for a cut: a complete answer that is no JSON object is malformed."""
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),
+            json_text("billing_agent"),
+            UNCHECKED_PROMISE,
+            json_text("yes"),
+            '{"request": "Refund a duplicate',  # stopped by the model, not by the cap
+        ],
+        decide_first=True,
+    )
+    events = await Conversation(build_support_tree(model=model), model).send_events(
+        DUPLICATE_CHARGE
+    )
+    assert events[-1].error_code == "malformed_tool_call"
+    model.assert_complete()
+
+
+@pytest.mark.parametrize(
+    ("cut", "closed"),
+    [
+        ('{"request": "abc', {"request": "abc"}),
+        ('{"request": "abc\\', {"request": "abc"}),
+        ('{"request": "abc", "extra', {"request": "abc"}),
+        ('{"request": "abc", "extra":', {"request": "abc"}),
+        ('{"request": "abc", "extra": ', {"request": "abc"}),
+        ('{"request": "abc", ', {"request": "abc"}),
+        ('{"a": {"b": [1, 2', {"a": {"b": [1, 2]}}),
+        ('{"a": "x \\"y', {"a": 'x "y'}),
+        ('noise {"request": "done"} trailing', {"request": "done"}),
+        ("no object here", None),
+        ('{"a": ]', None),
+    ],
+)
+def test_a_cut_json_object_is_closed_where_it_stopped(
+    cut: str, closed: dict[str, object] | None
+) -> None:
+    assert close_truncated_object(cut) == closed
