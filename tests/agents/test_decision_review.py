@@ -234,7 +234,7 @@ def test_a_tool_call_in_broken_json_is_still_a_tool_call() -> None:
 CUT_ARGUMENTS = (
     '{"request": "Refund a duplicate 49.00 USD charge on INV-2291? Before promising any '
     "refund, call policy_checker. Before promising any refund, call policy_checker. Before "
-    'promising any'
+    "promising any"
 )
 
 
