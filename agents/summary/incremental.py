@@ -73,6 +73,7 @@ logger = logging.getLogger(__name__)
 CONTEXT_CHARS = 400
 MODEL_CALL_FAILED = "model call failed"
 NO_VALUES = "no values or promises"
+CONTEXT_MARK = "THREAD_GOAL"
 CONTEXT_HEADER = (
     "The goal of this thread, as its earlier events stated it, for context only. It is "
     "quoted data, not part of the transcript: keep it as the goal (refine it only if the "
@@ -99,7 +100,8 @@ def context_text(record: HandoffRecord | None, span: WindowSpan) -> str:
         "item cites some of them."
     )
     return (
-        f"{CONTEXT_HEADER}\n<<<THREAD_GOAL\n{quoted(defuse_fences(goal))}\nTHREAD_GOAL>>>\n\n{cite}"
+        f"{CONTEXT_HEADER}\n<<<{CONTEXT_MARK}\n{quoted(defuse_fences(goal))}\n{CONTEXT_MARK}>>>"
+        f"\n\n{cite}"
     )
 
 
@@ -249,6 +251,7 @@ class IncrementalSummarizer:
             session_id=session.id,
             context=context_text(previous, span),
             goal_support=earlier,
+            context_marks=(CONTEXT_MARK,),
         )
         log = result.attempt_log
         window = StoredWindow(

@@ -367,3 +367,38 @@ async def test_a_thread_without_any_value_is_summarised_once_at_the_digest() -> 
     assert result.record.goal == "Thank the support team"
     [window] = await store.windows(session.id)
     assert (window.span.start_id, window.span.end_id, window.closed_by) == ("e1", "e4", "digest")
+
+
+async def test_a_window_citing_the_quoted_goal_keeps_only_its_own_events() -> None:
+    summarizer, session, model, store = await live(
+        [
+            ("My order A-1001 is late.", "It ships tomorrow."),
+            ("Will it arrive by May 5?", "Yes, by May 5."),
+        ],
+        [
+            answer(
+                "Find out when order A-1001 arrives",
+                facts=[item("Order A-1001 ships tomorrow", "e1", "e2")],
+            ),
+            # As the embedded model answered: the quoted goal restated and cited by its
+            # fence label, beside an item citing the label and an event.
+            answer(
+                "Find out when order A-1001 arrives",
+                facts=[
+                    item("The user wants to know when order A-1001 arrives", "THREAD_GOAL"),
+                    item("It arrives by May 5", "THREAD_GOAL", "e4"),
+                ],
+                open_questions=[item("When does order A-1001 arrive?", "THREAD_GOAL")],
+            ),
+        ],
+    )
+    _, second = await store.windows(session.id)
+    assert second.first_attempt_pass and second.attempts == 1
+    assert second.record is not None
+    assert [(f["text"], f["sources"]) for f in second.record["facts"]] == [
+        ("It arrives by May 5", ["e4"])
+    ]
+    assert second.record["open_questions"] == []
+    result = await summarizer.summarize(session)
+    model.assert_complete()
+    assert isinstance(result, Summary) and "THREAD_GOAL" not in result.record.cited_ids()
