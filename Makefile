@@ -46,7 +46,7 @@ lint: $(STAMP)
 
 # Benchmarks print their figures; bench/ also holds the modules they share.
 BENCHES := runtime_overhead vs_adk compaction_tokens storage entity_extractor slack_load \
-	digest_scan soak fuzz startup multiprocess
+	digest_scan soak fuzz startup multiprocess window_count
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
 	for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit 1; done

@@ -43,9 +43,9 @@ class Settings(BaseSettings):
     summary_mode: SummaryMode = Field(
         default="whole",
         description="`whole`: one summary of the whole thread when one is needed; "
-        "`incremental`: a validated record per window of COMPACTION_INTERVAL "
-        "invocations, written as the thread goes and merged for digests, hand-offs and "
-        "/summary.",
+        "`incremental`: a validated record per window of at least COMPACTION_INTERVAL "
+        "invocations that holds a value (at most twice that without one), written as the "
+        "thread goes and merged for digests, hand-offs and /summary.",
     )
     summary_complete_coverage: bool | None = Field(
         default=None,

@@ -262,7 +262,7 @@ def incremental_summarizer(
     settings: Settings, db: Database | None, service: SummaryService
 ) -> IncrementalSummarizer:
     """Window records on `service`, stored in the database (in memory without one),
-    windows of `COMPACTION_INTERVAL` invocations."""
+    windows of at least `COMPACTION_INTERVAL` invocations, closing once they hold a value."""
     from agents.summary.incremental import IncrementalSummarizer
     from agents.summary.windows import InMemoryWindowStore, WindowStore
 

@@ -16,6 +16,26 @@ validator against those events (its goal against the thread so far), with one re
 window that still fails is stored as a named gap (its range and problems, never the
 model's text). The merged record is a
 `Summary` naming its gaps; a thread where no window passed is a `NoSummary`.
+
+**Windows without values cost no model call of their own.** A run of invocations that
+holds nothing the validator asks for (no value, identifier, amount, date or agent
+promise, by the validator's own extractors: `agents.summary.demands`) is not summarised
+alone: its window stays open and is summarised together with the invocations that
+follow, once they bring a value (`agents.summary.windows`), every citation inside the
+one window. Chosen over a deterministic record for such windows because they are not
+empty: measured on the evaluation transcripts, half of them hold what a lead needs
+without any value the extractors know (a hotel request submitted, an RSVP confirmed, a
+refund refused and a transfer to a person asked for), and a deterministic record could
+only drop that or quote it raw. Two ends are bounded:
+
+- a window with no value closes at `WINDOW_BOUND` times the interval and is summarised
+  (one call for a long run without values, instead of one per interval), so no
+  transcript a window sends grows without bound;
+- at a digest, an open tail without values is left open, not summarised and not stored
+  (the result names it as `unsummarised`, linking its messages): it is usually the
+  thread's goodbyes, and if the thread goes on, it joins the next window. A thread
+  where no window has a record yet gets its tail summarised all the same, so every
+  thread gets a record; that one call is the call `whole` makes.
 """
 
 from __future__ import annotations
@@ -32,6 +52,7 @@ from agents.quoting import defuse_fences, quoted
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.summary.checks.validator import ValidationResult, Validator
+from agents.summary.demands import holds_values
 from agents.summary.merge import merge_records, without_items
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord
@@ -40,6 +61,7 @@ from agents.summary.results import NoSummary, Summary, SummaryResult, WindowGap
 from agents.summary.service import SummaryService
 from agents.summary.windows import (
     StoredWindow,
+    WindowPlan,
     WindowSpan,
     WindowStore,
     plan_windows,
@@ -50,6 +72,8 @@ logger = logging.getLogger(__name__)
 
 CONTEXT_CHARS = 400
 MODEL_CALL_FAILED = "model call failed"
+NO_VALUES = "no values or promises"
+CONTEXT_MARK = "THREAD_GOAL"
 CONTEXT_HEADER = (
     "The goal of this thread, as its earlier events stated it, for context only. It is "
     "quoted data, not part of the transcript: keep it as the goal (refine it only if the "
@@ -76,7 +100,8 @@ def context_text(record: HandoffRecord | None, span: WindowSpan) -> str:
         "item cites some of them."
     )
     return (
-        f"{CONTEXT_HEADER}\n<<<THREAD_GOAL\n{quoted(defuse_fences(goal))}\nTHREAD_GOAL>>>\n\n{cite}"
+        f"{CONTEXT_HEADER}\n<<<{CONTEXT_MARK}\n{quoted(defuse_fences(goal))}\n{CONTEXT_MARK}>>>"
+        f"\n\n{cite}"
     )
 
 
@@ -100,11 +125,21 @@ def unanswered(window: StoredWindow) -> bool:
     return window.record is None and all(p.startswith(MODEL_CALL_FAILED) for p in window.problems)
 
 
+def summarised_now(span: WindowSpan, windows: Sequence[StoredWindow]) -> bool:
+    """Whether a digest summarises `span` (given the windows it already has): every
+    closed window, and an open tail that holds a value or is the thread's only hope of a
+    record (no window has one). An open tail without values waits for the next window."""
+    if span.closed or span.holds_values:
+        return True
+    return not any(w.record is not None for w in windows)
+
+
 class IncrementalSummarizer:
     """Window records stored in `store`, merged on demand; see the module docstring.
 
     `interval` is the window cadence in invocations (`COMPACTION_INTERVAL`);
-    `session_service` loads whole sessions for the hook.
+    `session_service` loads whole sessions for the hook. `max_invocations` bounds a
+    window without values (default `WINDOW_BOUND` times `interval`).
     """
 
     def __init__(
@@ -115,10 +150,12 @@ class IncrementalSummarizer:
         interval: int,
         session_service: SessionService | None = None,
         validator: Validator | None = None,
+        max_invocations: int | None = None,
     ) -> None:
         self.service = service
         self.store = store
         self.interval = interval
+        self.max_invocations = max_invocations
         self.session_service = session_service
         self.validator = validator or service.validator
         # One window pass at a time per session; entries vanish with their last user.
@@ -147,29 +184,50 @@ class IncrementalSummarizer:
     ) -> list[StoredWindow]:
         """Summarise and store every closed window of `session` no stored window covers."""
         stored = await self.store.windows(session.id)
-        plan = plan_windows(
-            session.events, stored, interval=self.interval, completed_through=completed_through
-        )
+        plan = self.plan(session.events, stored, completed_through=completed_through)
         done = list(plan.kept)
         for span in plan.todo:
             if span.closed:
                 done.append(await self._window(session, span, done, closed_by="compaction"))
         return done
 
+    def plan(
+        self,
+        events: Sequence[Event],
+        stored: Sequence[StoredWindow],
+        *,
+        completed_through: str | None = None,
+    ) -> WindowPlan:
+        """The windows of `events`: stored ones kept, the rest cut so that a window closes
+        once it holds a value (by the validator's extractors) or reaches the bound."""
+        extractor = self.service.extractor
+        return plan_windows(
+            events,
+            stored,
+            interval=self.interval,
+            completed_through=completed_through,
+            holds_values=lambda run: holds_values(run, extractor),
+            max_invocations=self.max_invocations,
+        )
+
     async def summarize(self, session: Session) -> SummaryResult:
         """Summarise what no window covers yet, then merge every window record."""
         started = time.perf_counter()
+        unsummarised: WindowSpan | None = None
         async with self._lock(session.id):
             stored = await self.store.windows(session.id)
-            plan = plan_windows(session.events, stored, interval=self.interval)
+            plan = self.plan(session.events, stored)
             # A window the model never answered (an outage, a timeout) is tried again; one
             # whose answers failed validation stays the gap it is.
             retried = [w.span for w in plan.kept if unanswered(w)]
             windows = [w for w in plan.kept if not unanswered(w)]
             for span in sorted([*retried, *plan.todo], key=lambda s: s.start_seq):
+                if not summarised_now(span, windows):
+                    unsummarised = span
+                    continue
                 windows.append(await self._window(session, span, windows, closed_by="digest"))
         windows.sort(key=lambda w: w.span.start_seq)
-        return self._merged(session, windows, time.perf_counter() - started)
+        return self._merged(session, windows, time.perf_counter() - started, unsummarised)
 
     async def _window(
         self,
@@ -193,6 +251,7 @@ class IncrementalSummarizer:
             session_id=session.id,
             context=context_text(previous, span),
             goal_support=earlier,
+            context_marks=(CONTEXT_MARK,),
         )
         log = result.attempt_log
         window = StoredWindow(
@@ -214,7 +273,11 @@ class IncrementalSummarizer:
         return window
 
     def _merged(
-        self, session: Session, windows: list[StoredWindow], latency: float
+        self,
+        session: Session,
+        windows: list[StoredWindow],
+        latency: float,
+        unsummarised: WindowSpan | None = None,
     ) -> SummaryResult:
         usage = sum(
             (
@@ -287,4 +350,9 @@ class IncrementalSummarizer:
             metadata=metadata,
             windows=len(windows),
             gaps=tuple(WindowGap(w.span.start_id, w.span.end_id, w.problems) for w in gaps),
+            unsummarised=(
+                None
+                if unsummarised is None
+                else WindowGap(unsummarised.start_id, unsummarised.end_id, (NO_VALUES,))
+            ),
         )

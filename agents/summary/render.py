@@ -45,15 +45,26 @@ def gaps_text(gaps: Sequence[WindowGap], windows: int, ranges: Sequence[str] = (
     return f"{len(gaps)} of {windows} windows unavailable: see {shown}"
 
 
+def unsummarised_text(tail: WindowGap, shown: str = "") -> str:
+    """`The last messages, e30–e34, hold no values or promises and are not summarised`;
+    `shown` replaces the plain label (with links, say)."""
+    return (
+        f"The last messages, {shown or tail.label()}, hold no values or promises "
+        "and are not summarised"
+    )
+
+
 def to_text(
     record: HandoffRecord,
     *,
     source_session_id: str | None = None,
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
+    unsummarised: WindowGap | None = None,
 ) -> str:
     """Plain sections for the next agent's first message; `gaps` (windows no validated
-    record covers) are named last, so the reader knows what to read in the thread."""
+    record covers) and an `unsummarised` tail are named last, so the reader knows what
+    to read in the thread."""
     lines = [f"Handoff summary{f' of session {source_session_id}' if source_session_id else ''}"]
     lines.append(f"Goal: {record.goal}")
     for section, title in ORDER:
@@ -64,4 +75,6 @@ def to_text(
         lines.extend(_item_line(item) for item in items)
     if gaps:
         lines.append(gaps_text(gaps, windows) + " (not summarised; read those events)")
+    if unsummarised is not None:
+        lines.append(unsummarised_text(unsummarised) + "; read those events")
     return "\n".join(lines)

@@ -52,6 +52,8 @@ class Summary:
 
     A record merged from window records (`SUMMARY_MODE=incremental`) counts its
     `windows` and names its `gaps`: windows whose events no validated record covers.
+    `unsummarised` is the thread's open tail when it holds no value or promise: left for
+    the next window, not summarised, read in the thread.
     """
 
     session_id: str
@@ -64,6 +66,7 @@ class Summary:
     attempt_log: tuple[Attempt, ...] = ()
     windows: int = 0
     gaps: tuple[WindowGap, ...] = ()
+    unsummarised: WindowGap | None = None
 
     @property
     def no_high_value_entities(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from agents.events import Event, Usage
@@ -23,6 +23,7 @@ from agents.summary.aids.policy import SmallModelAids
 from agents.summary.call import Ask, ModelCalls
 from agents.summary.checks.claims import label_user_claims
 from agents.summary.checks.validator import ValidationResult, Validator
+from agents.summary.context_citations import without_context_citations
 from agents.summary.entities import Entity, EntityExtractor
 from agents.summary.metrics import (
     FALLBACK,
@@ -102,11 +103,14 @@ class SummaryService:
         session_id: str,
         context: str = "",
         goal_support: Sequence[Event] = (),
+        context_marks: Collection[str] = (),
     ) -> SummaryResult:
         """Summarise `events` (ids already assigned) of session `session_id`. `context`
         is quoted text shown before the transcript (what a window needs of the thread's
         earlier events); the record may cite only `events`, and its goal may also draw
-        on `goal_support` (the events before a window)."""
+        on `goal_support` (the events before a window). `context_marks` are the labels
+        of the context's fenced blocks: a source naming one is no citation
+        (`agents.summary.context_citations`)."""
         if not events:
             return await self._finish_empty(session_id, f"session {session_id} has no events")
         started = time.perf_counter()
@@ -120,7 +124,14 @@ class SummaryService:
             message = first_message(rendered, plan, context)
             for _ in range(MAX_ATTEMPTS):
                 checked, attempt = await self._attempt(
-                    ask, message, max_tokens, events, rendered, entities, goal_support
+                    ask,
+                    message,
+                    max_tokens,
+                    events,
+                    rendered,
+                    entities,
+                    goal_support,
+                    context_marks,
                 )
                 attempts.append(attempt)
                 count_attempt(checked.problems)
@@ -147,6 +158,7 @@ class SummaryService:
         rendered: RenderedTranscript,
         entities: list[Entity],
         goal_support: Sequence[Event] = (),
+        context_marks: Collection[str] = (),
     ) -> tuple[ValidationResult, Attempt]:
         """One draft: asked, parsed once, repaired by the aids, validated. A failed call
         is a problem of its own."""
@@ -161,6 +173,8 @@ class SummaryService:
             return failed, _attempt_log(failed, answer.usage)
         parsed = self.validator.parse(answer.text, finish_reason=answer.finish_reason)
         usage, repaired = answer.usage, None
+        if parsed.record is not None and context_marks:
+            parsed = replace(parsed, record=without_context_citations(parsed.record, context_marks))
         if parsed.record is not None:
             repaired = await self.aids.repair(
                 parsed.record,

@@ -2,8 +2,14 @@
 
 A window is a run of consecutive invocations: it closes after `interval` of them, the
 cadence compaction uses (`COMPACTION_INTERVAL`), never between a function call and its
-response. The cut is a function of the events alone, so a live hook, the digest path
-and an evaluation replay cut a thread the same way. A stored window is kept while the
+response. With a `holds_values` test (`agents.summary.demands`), a window also waits
+until it holds something the validator asks for (a value or an agent promise): a run
+of invocations without one ("Which hotel?", "Thanks!") stays open and is summarised
+together with the invocations that follow, once, citing only its own range. A window
+with no value still closes at `max_invocations` (`WINDOW_BOUND` times the interval), so
+no window's transcript grows without bound. The cut is a function of the events alone
+(each window's test reads only its own events), so a live hook, the digest path and an
+evaluation replay cut a thread the same way. A stored window is kept while the
 events in its range are the ones it was built from (its `fingerprint`); when they
 change (a `forget` deleted some) it is rebuilt. Events no stored window covers are cut
 again from where the uncovered run starts.
@@ -12,13 +18,16 @@ again from where the uncovered run starts.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from agents.events import Event
 
 WindowStatus = Literal["passed", "gap"]
+# A window with no value closes after this many times `interval` invocations.
+WINDOW_BOUND = 2
+HoldsValues = Callable[[Sequence[Event]], bool]
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,8 @@ class WindowSpan:
     """A range of a session's events (`start_seq`..`end_seq`, inclusive) to summarise.
 
     `closed` is False for the thread's tail, which later events may still extend.
+    `holds_values` is False for a planned span holding nothing the validator asks for
+    (not stored: a stored window is judged by its record).
     """
 
     start_seq: int
@@ -34,6 +45,7 @@ class WindowSpan:
     end_id: str
     fingerprint: str
     closed: bool = True
+    holds_values: bool = field(default=True, compare=False)
 
     def label(self) -> str:
         """`e12–e20`, as a digest names a range."""
@@ -102,7 +114,9 @@ def fingerprint(events: Sequence[Event]) -> str:
     return hashlib.sha256(",".join(e.id for e in events).encode()).hexdigest()[:32]
 
 
-def span_of(events: Sequence[Event], *, closed: bool = True) -> WindowSpan:
+def span_of(
+    events: Sequence[Event], *, closed: bool = True, holds_values: bool = True
+) -> WindowSpan:
     """The span of a non-empty, ordered run of events."""
     return WindowSpan(
         start_seq=events[0].seq,
@@ -111,6 +125,7 @@ def span_of(events: Sequence[Event], *, closed: bool = True) -> WindowSpan:
         end_id=events[-1].id,
         fingerprint=fingerprint(events),
         closed=closed,
+        holds_values=holds_values,
     )
 
 
@@ -138,20 +153,33 @@ def _resolved(events: Sequence[Event]) -> bool:
     return calls <= {r.id for e in events for r in e.function_responses}
 
 
-def _cut(run: list[Event], interval: int, *, open_tail: bool) -> list[WindowSpan]:
-    """Cut one uncovered run into windows of `interval` invocations; the remainder is a
-    window of its own, open when the run is the thread's tail."""
+def _cut(
+    run: list[Event],
+    interval: int,
+    *,
+    open_tail: bool,
+    holds_values: HoldsValues | None = None,
+    max_invocations: int | None = None,
+) -> list[WindowSpan]:
+    """Cut one uncovered run into windows of at least `interval` invocations, each closing
+    once it holds a value (with `holds_values`) or reaches `max_invocations`; the
+    remainder is a window of its own, open when the run is the thread's tail."""
     spans: list[WindowSpan] = []
     current: list[Event] = []
     count = 0
+    bound = max(interval, max_invocations or WINDOW_BOUND * interval)
     for group in invocations(run):
         current += group
         count += 1
-        if count >= interval and _resolved(current):
-            spans.append(span_of(current))
+        if count < interval or not _resolved(current):
+            continue
+        valued = holds_values is None or holds_values(current)
+        if valued or count >= bound:
+            spans.append(span_of(current, holds_values=valued))
             current, count = [], 0
     if current:
-        spans.append(span_of(current, closed=not open_tail))
+        valued = holds_values is None or holds_values(current)
+        spans.append(span_of(current, closed=not open_tail, holds_values=valued))
     return spans
 
 
@@ -169,12 +197,15 @@ def plan_windows(
     *,
     interval: int,
     completed_through: str | None = None,
+    holds_values: HoldsValues | None = None,
+    max_invocations: int | None = None,
 ) -> WindowPlan:
     """Which windows of `events` are stored and valid, and which to summarise.
 
     `completed_through` is the invocation that just finished: later events belong to
     invocations still running and are left out. The tail (events after the last
-    complete window) is in `todo` as an open span.
+    complete window) is in `todo` as an open span. Without `holds_values`, every window
+    closes at `interval` invocations (the cut before windows waited for a value).
     """
     ordered = summarised_events(events)
     if completed_through is not None:
@@ -205,6 +236,12 @@ def plan_windows(
     todo = [
         span
         for run in runs
-        for span in _cut(run, max(1, interval), open_tail=run[-1].seq == tail_start)
+        for span in _cut(
+            run,
+            max(1, interval),
+            open_tail=run[-1].seq == tail_start,
+            holds_values=holds_values,
+            max_invocations=max_invocations,
+        )
     ]
     return WindowPlan(kept=sorted(kept, key=lambda w: w.span.start_seq), todo=todo)

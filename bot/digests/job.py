@@ -30,8 +30,10 @@ from agents.events import Event
 from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
+from agents.summary.incremental import NO_VALUES
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.results import WindowGap
+from agents.summary.windows import summarised_events
 from bot.digests.changes import update_note
 from bot.digests.posting import DigestPoster, StoredDigest, post_digest
 from bot.slack.permalinks import ThreadLinks, thread_links
@@ -42,6 +44,10 @@ from storage.database import Database
 from storage.summaries.digests import DigestRow
 from storage.summaries.memory import MemoryKind
 from storage.threads import ThreadRecord
+
+# What a digest's record covers (`SUMMARY_MODE=incremental`): its gaps, how many windows
+# it merged, and the tail it left unsummarised.
+Coverage = tuple[Sequence[WindowGap], int, WindowGap | None]
 
 logger = logging.getLogger(__name__)
 
@@ -239,7 +245,7 @@ class DigestJob:
             thread,
             await self._row(digest_id),
             session.events,
-            gaps=(result.gaps, result.windows),
+            gaps=(result.gaps, result.windows, result.unsummarised),
         )
 
     async def _row(self, digest_id: int) -> DigestRow:
@@ -255,7 +261,7 @@ class DigestJob:
         events: Sequence[Event],
         *,
         resume: bool = False,
-        gaps: tuple[Sequence[WindowGap], int] | None = None,
+        gaps: Coverage | None = None,
     ) -> DigestOutcome:
         """Post a stored digest or notice as the thread's one lead-channel message (an
         update of the message an earlier digest of the thread was posted as, if any),
@@ -318,12 +324,12 @@ class DigestJob:
         events: Sequence[Event],
         links: ThreadLinks,
         note: str | None,
-        gaps: tuple[Sequence[WindowGap], int] | None,
+        gaps: Coverage | None,
     ) -> tuple[str, list[Block]]:
         """The digest's message; a re-post names the gaps of the windows it merged, as
         the first post would have."""
         if gaps is None:
-            gaps = await self._stored_gaps(stored.source_session_id, stored.last_seq or 0)
+            gaps = await self._stored_gaps(stored.source_session_id, stored.last_seq or 0, events)
         return digest_message(
             _record(stored),
             events=events,
@@ -334,12 +340,17 @@ class DigestJob:
             update_note=note,
             gaps=gaps[0],
             windows=gaps[1],
+            unsummarised=gaps[2],
             feedback=await self.db.feedback.for_session(stored.source_session_id),
         )
 
-    async def _stored_gaps(self, session_id: str, last_seq: int) -> tuple[Sequence[WindowGap], int]:
+    async def _stored_gaps(
+        self, session_id: str, last_seq: int, events: Sequence[Event]
+    ) -> Coverage:
         """The gaps and window count of the stored windows (`SUMMARY_MODE=incremental`) a
-        digest through `last_seq` merged; none in `whole` mode, which stores no windows."""
+        digest through `last_seq` merged, and the tail it left unsummarised (the events
+        after the last stored window: a digest stores every window it summarises); none
+        in `whole` mode, which stores no windows."""
         windows = [
             w for w in await self.db.windows.windows(session_id) if w.span.end_seq <= last_seq
         ]
@@ -348,7 +359,12 @@ class DigestJob:
             for w in windows
             if w.record is None
         ]
-        return gaps, len(windows)
+        end = max((w.span.end_seq for w in windows), default=None)
+        tail = (
+            [] if end is None else [e for e in summarised_events(events) if end < e.seq <= last_seq]
+        )
+        unsummarised = WindowGap(tail[0].id, tail[-1].id, (NO_VALUES,)) if tail else None
+        return gaps, len(windows), unsummarised
 
 
 def _record(row: DigestRow) -> HandoffRecord:

@@ -3,8 +3,10 @@
 Each conversation is replayed as the bot would live it: its events are appended one
 invocation at a time (a user message and what follows it), and after each the window
 hook runs (`IncrementalSummarizer` as an after-invocation hook), writing the record of
-every window that closed. When the conversation is over, the digest's summary runs: it
-summarises the tail since the last window and merges. Reported per mode: window
+every window that closed (a window closes once it holds a value). When the conversation
+is over, the digest's summary runs: it summarises the tail since the last window (unless
+that holds no value and an earlier window has a record: then the line names it as
+`unsummarised`) and merges. Reported per mode: window
 first-attempt pass, threads with no gap / with gaps / with no record, high-value recall
 of the merged record against the dataset's labels, and the seconds spent summarising
 per thread, in total and at idle (when the digest is made).
@@ -47,6 +49,8 @@ class ThreadScore:
     generated_tokens: int = 0
     idle_generated_tokens: int = 0
     prompt_tokens: int = 0
+    # The open tail a digest left unsummarised (it held no value), e.g. "e30–e34".
+    unsummarised: str = ""
 
 
 def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str:
@@ -59,6 +63,7 @@ def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str
         f" recall={score.recalled_high_value}/{score.expected_high_value}"
         f" total={score.total_s:.1f}s idle={score.idle_s:.1f}s"
         f" generated={score.generated_tokens}tok idle={score.idle_generated_tokens}tok"
+        + (f" unsummarised={score.unsummarised}" if score.unsummarised else "")
     ) + "".join(f"\n    {p}" for p in (score.problems[:12] if problems else ()))
 
 
@@ -200,6 +205,11 @@ async def replay_incremental(
         generated_tokens=sum(w.completion_tokens for w in windows),
         idle_generated_tokens=sum(w.completion_tokens for w in at_idle),
         prompt_tokens=sum(w.prompt_tokens for w in windows),
+        unsummarised=(
+            result.unsummarised.label()
+            if isinstance(result, Summary) and result.unsummarised is not None
+            else ""
+        ),
     )
 
 

@@ -64,7 +64,10 @@ async def summarize_session(
     if isinstance(record, HandoffRecord):
         gaps = tuple(getattr(result, "gaps", ()))
         windows = int(getattr(result, "windows", 0))
-        return render_record(record, session=session, links=links, gaps=gaps, windows=windows)
+        tail = getattr(result, "unsummarised", None)
+        return render_record(
+            record, session=session, links=links, gaps=gaps, windows=windows, unsummarised=tail
+        )
     problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
     return render_no_summary(public_problems(problems), links=links)
 
@@ -89,11 +92,21 @@ def render_record(
     links: ThreadLinks | None,
     gaps: tuple[WindowGap, ...] = (),
     windows: int = 0,
+    unsummarised: WindowGap | None = None,
 ) -> SummaryView:
     """Block Kit for a validated record; each citation links to the Slack message it cites,
-    and each of its `gaps` to the raw messages no record covers."""
-    plain = to_text(record, source_session_id=session.id, gaps=gaps, windows=windows)
-    blocks = summary_blocks(record, events=session.events, links=links, gaps=gaps, windows=windows)
+    each of its `gaps` and an `unsummarised` tail to the raw messages no record covers."""
+    plain = to_text(
+        record, source_session_id=session.id, gaps=gaps, windows=windows, unsummarised=unsummarised
+    )
+    blocks = summary_blocks(
+        record,
+        events=session.events,
+        links=links,
+        gaps=gaps,
+        windows=windows,
+        unsummarised=unsummarised,
+    )
     # The fallback text is the notification only; the blocks carry the whole record.
     return SummaryView(
         ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain

@@ -230,6 +230,54 @@ async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
     assert "A-1012" not in merged.all_text() and "A-1019" in merged.all_text()
 
 
+@pytest.mark.parametrize("first_post_fails", [False, True], ids=["posted", "reposted"])
+async def test_a_goodbye_without_values_costs_no_call_and_the_digest_links_it(
+    slack: FakeSlackApi,
+    start_bot: StartBot,
+    database: Any,
+    tmp_path: Path,
+    first_post_fails: bool,
+) -> None:
+    summaries = TranscriptSummarizer()
+    settings = _settings(tmp_path, slack, summary_mode="incremental")
+    bot = await _bot(slack, start_bot, settings, summaries, database)
+    await _converse(bot, slack)
+    thanks, ts = "Thanks, that is all.", _ts(TURNS)
+    # Another person: U1's twenty messages used up its per-user rate.
+    slack.add_message("C1", ts=ts, text=thanks, user="U2", thread_ts=ROOT)
+    await bot.send_event(channel_message(thanks, ts=ts, user="U2", thread_ts=ROOT))
+    await wait_answers(slack, TURNS + 1)
+    await bot.idle()
+    await bot.services.runner.drain()
+    session = await _session(bot)
+    assert len(await database.windows.windows(session.id)) == 4
+
+    if first_post_fails:
+        slack.fail("chat.postMessage", times=10)
+        assert await _job(bot).run_once() == []
+    digest = await _digest(bot)
+    assert digest.outcome == "posted", digest.problems
+    assert len(summaries.transcripts) == 4  # the goodbye was never summarised
+    assert len(await database.windows.windows(session.id)) == 4  # and is left open
+    [post] = [c for c in slack.calls_to("chat.postMessage") if c.get("channel") == "CLEAD"]
+    blocks = json.dumps(post["blocks"], ensure_ascii=False)
+    links = ThreadLinks("C1", ROOT, f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}")
+    tail = [
+        e for e in _conversation(session) if e.seq > (await _last_window_end(database, session))
+    ]
+    assert tail[0].text == thanks and len(tail) == 2
+    expected = (
+        f"The last messages, <{links.link_for(tail[0])}|{tail[0].id}>"
+        f"–<{links.link_for(tail[-1])}|{tail[-1].id}>, hold no values or promises"
+    )
+    assert expected in blocks
+    assert "windows unavailable" not in blocks
+
+
+async def _last_window_end(database: Any, session: Any) -> int:
+    return max(w.span.end_seq for w in await database.windows.windows(session.id))
+
+
 async def test_forget_removes_the_windows_holding_a_users_events_and_the_digest_rebuilds(
     slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.events import Event, event_seq
 from agents.summary.record import HandoffRecord, Item
-from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text
+from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text, unsummarised_text
 from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import sections
@@ -246,6 +246,14 @@ def gaps_block(
     return _section(f":warning: {gaps_text(gaps, windows, ranges)} (not summarised)")
 
 
+def unsummarised_block(
+    tail: WindowGap, *, events: Sequence[Event], link_for: LinkFor | None
+) -> Block:
+    """The thread's last messages, which hold no values and wait for the next window,
+    linked to the raw messages."""
+    return _context(unsummarised_text(tail, _gap_range(tail, events, link_for)))
+
+
 def summary_blocks(
     record: HandoffRecord,
     *,
@@ -253,6 +261,7 @@ def summary_blocks(
     links: ThreadLinks | None,
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
+    unsummarised: WindowGap | None = None,
 ) -> list[Block]:
     """A thread summary asked for in Slack: the record, any gaps, then a line linking the
     thread."""
@@ -260,6 +269,8 @@ def summary_blocks(
     blocks = record_blocks(record, events=events, link_for=link_for, title="Thread summary")
     if gaps:
         blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
+    if unsummarised is not None:
+        blocks.append(unsummarised_block(unsummarised, events=events, link_for=link_for))
     if links is not None:
         blocks.append(_context(f"Validated summary of <{links.thread_link}|this thread>"))
     return blocks
@@ -293,6 +304,7 @@ def digest_message(
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
     feedback: Mapping[str, int] | None = None,
+    unsummarised: WindowGap | None = None,
 ) -> tuple[str, list[Block]]:
     """The digest: a header linking the thread, what changed when it updates the
     thread's earlier digest message (`update_note`), the record, any windows it lacks
@@ -307,6 +319,8 @@ def digest_message(
     blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
     if gaps:
         blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
+    if unsummarised is not None:
+        blocks.append(unsummarised_block(unsummarised, events=events, link_for=link_for))
     marked = feedback_line(feedback or {})
     if marked:
         blocks.append(_context(marked))

@@ -105,3 +105,51 @@ def test_a_window_never_ends_between_a_call_and_its_response() -> None:
     assert call.id == "e4"
     # Two invocations are done at e4, but e4's call waits: the window closes at e6.
     assert [(s.start_id, s.end_id, s.closed) for s in plan.todo] == [("e1", "e6", True)]
+
+
+def valued(events: list[Event]) -> bool:
+    """A stand-in for `holds_values`: an event that says "A-" holds a value."""
+    return any("A-" in e.text for e in events)
+
+
+def test_a_window_without_a_value_stays_open_until_an_invocation_brings_one() -> None:
+    events = thread(6)
+    events[7] = events[7].model_copy(update={"parts": (Part(text="order A-1004"),)})  # inv4
+    plan = plan_windows(events, [], interval=2, holds_values=valued)
+    # inv1-inv3 hold nothing: the first window waits for inv4's value (bound: 4).
+    assert [(s.start_id, s.end_id, s.closed, s.holds_values) for s in plan.todo] == [
+        ("e1", "e8", True, True),
+        ("e9", "e12", False, False),
+    ]
+
+
+def test_a_window_without_a_value_closes_at_the_bound() -> None:
+    plan = plan_windows(thread(7), [], interval=2, holds_values=valued, max_invocations=3)
+    assert [(s.start_id, s.end_id, s.closed, s.holds_values) for s in plan.todo] == [
+        ("e1", "e6", True, False),
+        ("e7", "e12", True, False),
+        ("e13", "e14", False, False),
+    ]
+
+
+def test_the_cut_is_the_same_live_and_at_the_digest() -> None:
+    events = thread(8)
+    for index in (5, 13):  # inv3 and inv7 answer with a value
+        events[index] = events[index].model_copy(update={"parts": (Part(text="A-1"),)})
+    at_digest = plan_windows(events, [], interval=2, holds_values=valued)
+    kept: list[StoredWindow] = []
+    for number in range(1, 9):
+        live = plan_windows(
+            events, kept, interval=2, holds_values=valued, completed_through=f"inv{number}"
+        )
+        kept += [
+            StoredWindow(span=s, status="passed", record={"goal": "g"})
+            for s in live.todo
+            if s.closed
+        ]
+    assert [w.span for w in kept] == [s for s in at_digest.todo if s.closed]
+    assert [(s.start_id, s.end_id) for s in at_digest.todo] == [
+        ("e1", "e6"),
+        ("e7", "e14"),
+        ("e15", "e16"),
+    ]
