@@ -65,6 +65,8 @@ from agents.llm.decision_requests import (
     decision_request,
     find_json_object_any,
     parse_choice,
+    reply_field,
+    reply_request,
     review_request,
     unwrapped_reply,
     without_handoff_records,
@@ -348,7 +350,7 @@ class _Step:
                 targets=[name for name, _ in options.targets],
                 tools=[t.name for t in options.tools if t.name not in options.called],
                 instruction=options.recital_source,
-                others=options.others,
+                others=options.unnamed,
             )
             if pretend is None:
                 return self._done(response)
@@ -372,29 +374,45 @@ class _Step:
                 continue
             actions = options.choices(answer=False)
             if not actions:
-                return self._stripped(response)
+                return await self._stripped(response)
             self._count_pretend("decided")
             return await self.act(await self.decide(actions))
 
-    def _stripped(self, response: LlmResponse) -> LlmResponse:
+    async def _stripped(self, response: LlmResponse) -> LlmResponse:
         """With no action to take: the reply without its pretending sentences, if any
-        are left; otherwise a typed failure (the user gets the failure notice)."""
-        options = self.options
-        kept = without_pretence(
-            response.text,
-            targets=[name for name, _ in options.targets],
-            tools=[t.name for t in options.tools if t.name not in options.called],
-            instruction=options.recital_source,
-            others=options.others,
-        )
+        are left; else, once, the reply asked for under a schema that only holds it
+        (`reply_request`: a model primed by tool calls in its history keeps writing one
+        as text, but filling a `reply` field it writes to the customer); otherwise a
+        typed failure (the user gets the failure notice)."""
+        kept = self._kept(response.text)
+        if not kept:
+            constrained = await self.call(reply_request(self.request, self.options.instruction))
+            text = reply_field(constrained.text)
+            if not text and constrained.finish_reason == "length":
+                text = str((close_truncated_object(constrained.text) or {}).get("reply", ""))
+            kept = self._kept(text.strip())
+            if kept:
+                self._count_pretend("constrained")
+                return self._done(constrained.model_copy(update={"parts": (Part(text=kept),)}))
         if not kept:
             self._count_pretend("failed")
             raise ModelError(
-                f"{options.agent} pretended an action it cannot take: {response.text!r:.200}",
+                f"{self.options.agent} pretended an action it cannot take: {response.text!r:.200}",
                 code="pretend_action",
             )
         self._count_pretend("cut")
         return self._done(response.model_copy(update={"parts": (Part(text=kept),)}))
+
+    def _kept(self, text: str) -> str:
+        """`text` without its pretending sentences ("" when nothing else is left)."""
+        options = self.options
+        return without_pretence(
+            text,
+            targets=[name for name, _ in options.targets],
+            tools=[t.name for t in options.tools if t.name not in options.called],
+            instruction=options.recital_source,
+            others=options.unnamed,
+        )
 
     def _count_pretend(self, fix: str) -> None:
         REGISTRY.inc("support_bot_pretend_actions_total", agent=self.options.agent, fix=fix)

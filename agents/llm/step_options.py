@@ -42,6 +42,14 @@ class StepOptions:
     should repeat). Empty: the whole `instruction`."""
 
     @property
+    def unnamed(self) -> tuple[str, ...]:
+        """Names a reply must not contain and that no action answers: `others`, and the
+        tools already called this turn ("The policy_checker has denied this request"
+        names an internal tool; the call itself was real)."""
+        called = tuple(sorted(t.name for t in self.tools if t.name in self.called))
+        return self.others + called
+
+    @property
     def recital_source(self) -> str:
         """The text a reply is checked against for a recital (see `own_words`)."""
         return self.own_words or self.instruction

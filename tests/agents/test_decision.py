@@ -251,18 +251,35 @@ async def test_a_claim_with_nothing_to_act_on_is_cut_out_or_fails() -> None:
     turn = await Conversation(leaf, model).send("help")
     assert turn == [("solo", "1. Restart the app. 2. Sign in again.")]
 
-    model = ScriptedModel(["I will escalate this.", "I am escalating this now."], decide_first=True)
-    events = await Conversation(leaf, model).send_events("help")
-    assert events[-1].error_code == "pretend_action"
-    assert "escalat" not in events[-1].text
-
+    # Asked again, then once more under a schema that holds only the reply: still a
+    # pretence, so the turn fails with the usual notice.
     model = ScriptedModel(
-        ["Check the `transfer_to_agent` tool's permissions.", "Use transfer_to_agent."],
+        [
+            "I will escalate this.",
+            "I am escalating this now.",
+            json_text({"reply": "I am escalating this now."}),
+        ],
         decide_first=True,
     )
     events = await Conversation(leaf, model).send_events("help")
     assert events[-1].error_code == "pretend_action"
     assert "escalat" not in events[-1].text
+    assert model.requests[2].response_schema is not None
+    assert model.requests[2].response_schema["title"] == "reply"
+    model.assert_complete()
+
+    model = ScriptedModel(
+        [
+            "Check the `transfer_to_agent` tool's permissions.",
+            "Use transfer_to_agent.",
+            json_text({"reply": "Use transfer_to_agent."}),
+        ],
+        decide_first=True,
+    )
+    events = await Conversation(leaf, model).send_events("help")
+    assert events[-1].error_code == "pretend_action"
+    assert "escalat" not in events[-1].text
+    model.assert_complete()
 
 
 def write_tree(path: Path) -> Path:

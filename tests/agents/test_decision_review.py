@@ -304,3 +304,72 @@ def test_a_cut_json_object_is_closed_where_it_stopped(
     cut: str, closed: dict[str, object] | None
 ) -> None:
     assert close_truncated_object(cut) == closed
+
+
+POLICY_AS_TEXT = (
+    '{"tool": "policy_checker", "args": {"request": "Payment declined by policy_checker due '
+    "to incorrect account balance. Please verify your account for any discrepancies before "
+    'rescheduling payment."}}'
+)
+DECLINED = (
+    "I was just shopping online for some tickets and the payment was declined by you. Why "
+    "has this happened? I am certain I have the right amount of funds in my account."
+)
+
+
+async def test_a_tool_call_written_again_after_the_tool_answered_gets_a_constrained_reply() -> None:
+    """routing_dev with replies (issue 16, banking77 declined_card_payment): billing_agent
+    wrote policy_checker's call as text (made real), then, with the answer in view, wrote
+    the same call as text twice more. No action is left (the tool was called, the way
+    back to the supervisor is closed), so the reply is asked for once more as the one
+    field of an object, and that reply is shown instead of the failure notice."""
+    reply = "Your card payment was declined; please check the card's details and try again."
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor routes
+            json_text("billing_agent"),  # billing_agent answers itself
+            POLICY_AS_TEXT,  # a tool call as text: made a real call
+            json_text({"request": "Was this declined card payment refundable?"}),
+            "DENIED: declined payments are not refunded.",  # policy_checker
+            POLICY_AS_TEXT,  # the answer in view, the same call as text again
+            POLICY_AS_TEXT,  # asked again: once more
+            json_text({"reply": reply}),  # the constrained reply
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DECLINED)
+    shown = [text for _, text in turn if isinstance(text, str)]
+    assert shown == [reply]
+    constrained = model.requests[-1]
+    assert constrained.response_schema is not None
+    assert constrained.response_schema["required"] == ["reply"]
+    assert "DENIED: declined payments are not refunded." in str(constrained.contents)
+    model.assert_complete()
+
+
+async def test_a_reply_naming_the_tool_it_consulted_is_asked_for_again() -> None:
+    """routing_dev with replies (issue 16): after a real policy_checker call, billing_agent
+    told the customer "The policy_checker has denied this request". The call was real,
+    but the name is internal: the reply is asked for again."""
+    named = (
+        "I apologize, but the refund is not permitted. The policy_checker has denied this request."
+    )
+    clean = "I'm sorry, but this order's refund is not permitted under our refund policy."
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),
+            json_text("policy_checker"),  # billing_agent consults first
+            json_text({"request": "Refund a cancelled order?"}),
+            "DENIED: cancelled orders past dispatch are not refunded.",
+            named,  # the answer names the tool
+            clean,  # asked again
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(
+        "Hello, I recently ordered an item and I need help with cancelling it and a refund."
+    )
+    shown = [text for _, text in turn if isinstance(text, str)]
+    assert shown == [clean]
+    assert "cannot be sent" in model.requests[-1].contents[-1].text
+    model.assert_complete()
