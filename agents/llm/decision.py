@@ -71,7 +71,7 @@ from agents.llm.decision_requests import (
     unwrapped_reply,
     without_handoff_records,
 )
-from agents.llm.pretend_actions import find_pretend_action, without_pretence
+from agents.llm.pretend_actions import find_pretend_action, hands_off, without_pretence
 from agents.llm.step_options import StepOptions, choice_scoring, step_options
 from agents.llm.transfer import TRANSFER_TOOL
 from agents.llm.truncated_json import close_truncated_object
@@ -373,35 +373,40 @@ class _Step:
                 )
                 continue
             actions = options.choices(answer=False)
+            if not actions or not hands_off(response.text):
+                # Announced work or a recital: the agent meant to answer (its decision
+                # said so); a decision among the actions alone would overrule that.
+                kept = await self._without_action(response)
+                if kept is not None:
+                    return kept
             if not actions:
-                return await self._stripped(response)
+                self._count_pretend("failed")
+                raise ModelError(
+                    f"{options.agent} pretended an action it cannot take: {response.text!r:.200}",
+                    code="pretend_action",
+                )
             self._count_pretend("decided")
             return await self.act(await self.decide(actions))
 
-    async def _stripped(self, response: LlmResponse) -> LlmResponse:
-        """With no action to take: the reply without its pretending sentences, if any
-        are left; else, once, the reply asked for under a schema that only holds it
+    async def _without_action(self, response: LlmResponse) -> LlmResponse | None:
+        """A reply with no action taken: `response` without its pretending sentences, if
+        any are left; else, once, the reply asked for under a schema that only holds it
         (`reply_request`: a model primed by tool calls in its history keeps writing one
-        as text, but filling a `reply` field it writes to the customer); otherwise a
-        typed failure (the user gets the failure notice)."""
+        as text, but filling a `reply` field it writes to the customer), without its
+        pretending sentences; None when nothing is left."""
         kept = self._kept(response.text)
+        if kept:
+            self._count_pretend("cut")
+            return self._done(response.model_copy(update={"parts": (Part(text=kept),)}))
+        constrained = await self.call(reply_request(self.request, self.options.instruction))
+        text = reply_field(constrained.text)
+        if not text and constrained.finish_reason == "length":
+            text = str((close_truncated_object(constrained.text) or {}).get("reply", ""))
+        kept = self._kept(text.strip())
         if not kept:
-            constrained = await self.call(reply_request(self.request, self.options.instruction))
-            text = reply_field(constrained.text)
-            if not text and constrained.finish_reason == "length":
-                text = str((close_truncated_object(constrained.text) or {}).get("reply", ""))
-            kept = self._kept(text.strip())
-            if kept:
-                self._count_pretend("constrained")
-                return self._done(constrained.model_copy(update={"parts": (Part(text=kept),)}))
-        if not kept:
-            self._count_pretend("failed")
-            raise ModelError(
-                f"{self.options.agent} pretended an action it cannot take: {response.text!r:.200}",
-                code="pretend_action",
-            )
-        self._count_pretend("cut")
-        return self._done(response.model_copy(update={"parts": (Part(text=kept),)}))
+            return None
+        self._count_pretend("constrained")
+        return self._done(constrained.model_copy(update={"parts": (Part(text=kept),)}))
 
     def _kept(self, text: str) -> str:
         """`text` without its pretending sentences ("" when nothing else is left)."""

@@ -109,6 +109,15 @@ def find_pretend_action(
     return None
 
 
+def hands_off(text: str) -> bool:
+    """Whether `text` claims a hand-off, an escalation or a consultation (a first-person
+    claim, the transfer tool named, or a tool call written as text): the agent meant
+    another agent or tool to act. Announced work ("let me check") and recitals are not
+    hand-offs."""
+    shaped = _tool_call_shape(text) is not None
+    return shaped or bool(_CLAIM.search(text)) or _word(text, TRANSFER_TOOL)
+
+
 _SENTENCE = re.compile(r"(?<=[.!?])[ \t]+|\n+")
 
 

@@ -29,14 +29,38 @@ ANNOUNCED = [
 
 
 @pytest.mark.parametrize("announcement", ANNOUNCED)
-async def test_announced_work_is_asked_again_then_settled_by_a_decision(
+async def test_announced_work_is_asked_again_then_answered_in_a_reply_field(
     announcement: str,
 ) -> None:
+    """The supervisor decided to answer itself (a shipment question is its own); its reply
+    announces work, twice. Its decision stands: the reply is asked for as the one field
+    of an object, and shown as the supervisor's."""
+    reply = "Orders usually arrive within 3 to 5 working days of dispatch."
     model = ScriptedModel(
         [
             json_text("support_supervisor"),
             announcement,  # pretends to do work the turn never does
             "I'll investigate and follow up by e-mail.",  # asked again: still pretends
+            json_text({"reply": reply}),
+            json_text("no"),  # the consult check: no refund promised
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send("When will my parcel arrive?")
+    assert turn == [("support_supervisor", reply)]
+    assert "cannot be sent" in model.requests[2].contents[-1].text
+    assert model.requests[3].response_schema is not None
+    assert model.requests[3].response_schema["title"] == "reply"
+    model.assert_complete()
+
+
+async def test_announced_work_in_every_reply_is_settled_by_a_decision() -> None:
+    model = ScriptedModel(
+        [
+            json_text("support_supervisor"),
+            "Let me check that for you.",
+            "I'll investigate and follow up by e-mail.",  # asked again: still pretends
+            json_text({"reply": "I'll look into it right away."}),  # the reply field too
             json_text("billing_agent"),  # settled by a decision among real actions
             "Your invoice INV-2291 shows one 49.00 USD charge.",
         ],
@@ -49,8 +73,7 @@ async def test_announced_work_is_asked_again_then_settled_by_a_decision(
         "support_supervisor",
         ("call", "transfer_to_agent", {"agent_name": "billing_agent"}),
     )
-    assert "cannot be sent" in model.requests[2].contents[-1].text
-    assert decision_enum(model.requests[3]) == ["billing_agent", "tech_support", "policy_checker"]
+    assert decision_enum(model.requests[4]) == ["billing_agent", "tech_support", "policy_checker"]
     model.assert_complete()
 
 
