@@ -154,6 +154,11 @@ class Settings(BaseSettings):
         description="auto: stream replies with chat.startStream where Slack allows it, "
         "falling back to a placeholder and chat.update; off: always the placeholder.",
     )
+    event_loop: Literal["uvloop", "asyncio"] = Field(
+        default="uvloop",
+        description="uvloop: run on uvloop (installed on Linux and macOS; asyncio's loop "
+        "where it is missing); asyncio: the standard library's loop.",
+    )
     stream_append_seconds: float = Field(
         default=2.0,
         ge=0,
