@@ -155,9 +155,10 @@ class Settings(BaseSettings):
         "falling back to a placeholder and chat.update; off: always the placeholder.",
     )
     event_loop: Literal["uvloop", "asyncio"] = Field(
-        default="uvloop",
-        description="uvloop: run on uvloop (installed on Linux and macOS; asyncio's loop "
-        "where it is missing); asyncio: the standard library's loop.",
+        default="asyncio",
+        description="asyncio: the standard library's loop; uvloop: run on uvloop (the "
+        "`uvloop` extra; asyncio's loop where it is missing). uvloop measured no lower CPU "
+        "per message under bench/slack_load.py, so it is not the default (issue 18).",
     )
     stream_append_seconds: float = Field(
         default=2.0,

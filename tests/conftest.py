@@ -1,6 +1,7 @@
 """Suite-wide guards: no test reaches a hosted model or any non-loopback address; and
-every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default,
-uvloop), so the suite tests what `support-bot serve` runs."""
+every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default), so
+the suite tests what `support-bot serve` runs (`EVENT_LOOP=asyncio|uvloop pytest` runs
+it on either)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def pytest_asyncio_loop_factories(
     """The shipped loop for every async test (pytest-asyncio's hook)."""
     from bot.config import Settings
 
-    shipped = Settings.model_fields["event_loop"].default
+    shipped = os.environ.get("EVENT_LOOP") or Settings.model_fields["event_loop"].default
     factory = _guarded_uvloop() if shipped == "uvloop" else None
     if factory is None:
         return {"asyncio": asyncio.new_event_loop}
