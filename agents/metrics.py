@@ -31,6 +31,9 @@ class Registry:
         self._lock = threading.Lock()
         self._described: dict[str, tuple[Kind, str]] = {}
         self._metrics: dict[str, Counter | Gauge] = {}
+        # (name, labels) -> its series: prometheus_client's `labels()` validates and
+        # locks on every call, and the hot path counts a few series per message.
+        self._children: dict[tuple[str, tuple[tuple[str, str], ...]], Counter | Gauge] = {}
         self.collectors = CollectorRegistry(auto_describe=True)
 
     def describe(self, name: str, kind: Kind, help_text: str) -> None:
@@ -67,6 +70,7 @@ class Registry:
         """Forget every value (descriptions stay): a fresh registry, for tests."""
         with self._lock:
             self._metrics.clear()
+            self._children.clear()
             self.collectors = CollectorRegistry(auto_describe=True)
 
     def exposition(self) -> bytes:
@@ -74,11 +78,17 @@ class Registry:
         return generate_latest(self.collectors)
 
     def _series(self, name: str, labels: dict[str, str]) -> Counter | Gauge:
+        key = (name, tuple(labels.items()))
+        series = self._children.get(key)
+        if series is not None:
+            return series
         with self._lock:
             metric = self._metrics.get(name)
             if metric is None:
                 metric = self._metrics[name] = self._create(name, sorted(labels))
-        return metric.labels(**labels) if labels else metric
+            series = metric.labels(**labels) if labels else metric
+            self._children[key] = series
+        return series
 
     def _create(self, name: str, labelnames: list[str]) -> Counter | Gauge:
         if name not in self._described:

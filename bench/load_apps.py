@@ -39,6 +39,7 @@ from agents.models.scripted import ScriptedModel
 from agents.runner import Runner
 from agents.summary import SummaryService
 from bot.config import Settings, secret
+from bot.event_loop import run
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import run_web, start_jobs
@@ -159,4 +160,7 @@ if __name__ == "__main__":
     which = sys.argv[1]
     config = Settings(_env_file=None)
     apps = {"bot": bot, "bare": bare, "multi": multi}
-    asyncio.run(apps[which](config))
+    # The bot on the loop it ships with (EVENT_LOOP); the bare app on asyncio's own, as a
+    # bare Bolt app runs (BARE_EVENT_LOOP=uvloop puts it on uvloop too).
+    name = config.event_loop if which != "bare" else os.environ.get("BARE_EVENT_LOOP", "asyncio")
+    run(apps[which](config), name)  # type: ignore[arg-type]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import os
 import sys
@@ -53,13 +52,15 @@ def _settings(*, quiet_at_terminal: bool = False) -> Settings:
     return settings
 
 
-def _run(work: Coroutine[Any, Any, int]) -> int:
-    """Run `work`; configuration problems (database, embedded model) end in one line."""
+def _run(work: Coroutine[Any, Any, int], settings: Settings) -> int:
+    """Run `work` on the configured event loop (`EVENT_LOOP`, uvloop by default);
+    configuration problems (database, embedded model) end in one line."""
+    from bot.event_loop import run
     from bot.local_model.weights import LocalModelError
     from storage.errors import StorageError
 
     try:
-        return asyncio.run(work)
+        return run(work, settings.event_loop)
     except (StorageError, LocalModelError) as exc:
         print(f"support-bot: {exc}", file=sys.stderr)
         return 1
@@ -117,7 +118,7 @@ def run_serve() -> int:
     if settings.slack_bot_token is None or settings.slack_signing_secret is None:
         print("serve needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET.", file=sys.stderr)
         return 2
-    return _run(_serve(settings, serve_http))
+    return _run(_serve(settings, serve_http), settings)
 
 
 def run_socket() -> int:
@@ -128,7 +129,7 @@ def run_socket() -> int:
     if settings.slack_bot_token is None or settings.slack_app_token is None:
         print("socket needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN.", file=sys.stderr)
         return 2
-    return _run(_serve(settings, serve_socket))
+    return _run(_serve(settings, serve_socket), settings)
 
 
 def run_chat(user: str | None) -> int:
@@ -140,7 +141,7 @@ def run_chat(user: str | None) -> int:
     if not interactive:
         sys.stdout.reconfigure(errors="replace")  # type: ignore[union-attr]
     user_id = user or getpass.getuser()
-    return _run(chat(settings, user_id=user_id, interactive=interactive, out=sys.stdout))
+    return _run(chat(settings, user_id=user_id, interactive=interactive, out=sys.stdout), settings)
 
 
 @cli.command("serve", help="Run in HTTP mode (POST /slack/events on PORT).")
@@ -184,7 +185,8 @@ def run_digest(once: bool) -> int:
     if not once:
         print(DIGEST_ONCE_ONLY, end="", file=sys.stderr)
         return 2
-    return _run(digest_once(_settings(), sys.stdout))
+    settings = _settings()
+    return _run(digest_once(settings, sys.stdout), settings)
 
 
 @cli.command("stats", help="Operating figures from the database, as a table.")
@@ -192,7 +194,8 @@ def run_digest(once: bool) -> int:
 def run_stats(live: str | None) -> int:
     from bot.ops.commands import show_stats
 
-    return _run(show_stats(_settings(), sys.stdout, live_url=live))
+    settings = _settings()
+    return _run(show_stats(settings, sys.stdout, live_url=live), settings)
 
 
 @cli.command("forget", help="Delete everything stored about a user; print the counts.")
@@ -200,7 +203,8 @@ def run_stats(live: str | None) -> int:
 def run_forget(user: str) -> int:
     from bot.ops.commands import forget
 
-    return _run(forget(_settings(), sys.stdout, user))
+    settings = _settings()
+    return _run(forget(settings, sys.stdout, user), settings)
 
 
 @cli.group("eval", help="Evaluate on a dataset: `eval summaries` or `eval routing`.")
@@ -251,8 +255,9 @@ def run_eval_summaries(
 ) -> int:
     from bot.evals.cli import eval_summaries
 
+    settings = _settings()
     work = eval_summaries(
-        _settings(),
+        settings,
         sys.stdout,
         data=data,
         model=model,
@@ -261,7 +266,7 @@ def run_eval_summaries(
         show_problems=show_problems,
         mode=mode,
     )
-    return _run(work)
+    return _run(work, settings)
 
 
 @eval_group.command(
@@ -300,7 +305,7 @@ def run_eval_routing(
         routes=routes,
         route_only=route_only,
     )
-    return _run(work)
+    return _run(work, settings)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

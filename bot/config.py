@@ -154,6 +154,12 @@ class Settings(BaseSettings):
         description="auto: stream replies with chat.startStream where Slack allows it, "
         "falling back to a placeholder and chat.update; off: always the placeholder.",
     )
+    event_loop: Literal["uvloop", "asyncio"] = Field(
+        default="asyncio",
+        description="asyncio: the standard library's loop; uvloop: run on uvloop (the "
+        "`uvloop` extra; asyncio's loop where it is missing). uvloop measured no lower CPU "
+        "per message under bench/slack_load.py, so it is not the default (issue 18).",
+    )
     stream_append_seconds: float = Field(
         default=2.0,
         ge=0,

@@ -46,6 +46,14 @@ async def touch_in(
     await _TOUCH.rowcount(conn, params)
 
 
+_FOLDED_ROOT = Prepared(
+    sa.select(dm_folded.c.root_ts).where(
+        dm_folded.c.team_id == sa.bindparam("b_team"),
+        dm_folded.c.channel_id == sa.bindparam("b_channel"),
+        dm_folded.c.message_ts == sa.bindparam("b_ts"),
+    )
+)
+
 # Top-level messages whose conversation this process knows (a message's is fixed once it
 # is placed), so that replies in their threads cost no read on the ack path.
 _KNOWN_ROOTS = 10_000
@@ -58,6 +66,35 @@ class DmConversationStore:
         self._gate = gate
         # (team, channel, message ts) -> the root it was folded into, or None (a root).
         self._roots: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
+        # Built once (statements are dialect-specific): a new conversation's placement
+        # runs on the ack path.
+        current = dm_conversations.c
+        place = gate.insert(dm_conversations).values(
+            team_id=sa.bindparam("b_team"),
+            channel_id=sa.bindparam("b_channel"),
+            root_ts=sa.bindparam("b_ts"),
+            last_at=sa.bindparam("b_now"),
+        )
+        stale = current.last_at < sa.bindparam("b_stale_before")
+        self._place = Prepared(
+            place.on_conflict_do_update(
+                index_elements=[current.team_id, current.channel_id],
+                set_={
+                    "root_ts": sa.case((stale, place.excluded.root_ts), else_=current.root_ts),
+                    "last_at": place.excluded.last_at,
+                },
+            ).returning(current.root_ts)
+        )
+        self._fold = Prepared(
+            gate.insert(dm_folded)
+            .values(
+                team_id=sa.bindparam("b_team"),
+                channel_id=sa.bindparam("b_channel"),
+                message_ts=sa.bindparam("b_ts"),
+                root_ts=sa.bindparam("b_root"),
+            )
+            .on_conflict_do_nothing()
+        )
 
     def _remember(self, key: tuple[str, str, str], root: str | None) -> None:
         self._roots[key] = root
@@ -71,26 +108,24 @@ class DmConversationStore:
         """The root ts of the conversation the top-level message `message_ts` belongs to:
         the current one if it had a message within `idle_after` seconds, else a new one
         rooted at `message_ts`. Either way the conversation's activity is now."""
-        current = dm_conversations.c
-        stmt = self._gate.insert(dm_conversations).values(
-            team_id=team_id, channel_id=channel_id, root_ts=message_ts, last_at=now
-        )
-        stale = current.last_at < now - idle_after
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[current.team_id, current.channel_id],
-            set_={
-                "root_ts": sa.case((stale, stmt.excluded.root_ts), else_=current.root_ts),
-                "last_at": stmt.excluded.last_at,
-            },
-        ).returning(current.root_ts)
+        params = {
+            "b_team": team_id,
+            "b_channel": channel_id,
+            "b_ts": message_ts,
+            "b_now": now,
+            "b_stale_before": now - idle_after,
+        }
 
         async def tx(conn: AsyncConnection) -> str:
-            root = str((await conn.execute(stmt)).scalar_one())
+            root = str((await self._place.rows(conn, params))[0][0])
             if root != message_ts:
-                folded = self._gate.insert(dm_folded).values(
-                    team_id=team_id, channel_id=channel_id, message_ts=message_ts, root_ts=root
-                )
-                await conn.execute(folded.on_conflict_do_nothing())
+                fold = {
+                    "b_team": team_id,
+                    "b_channel": channel_id,
+                    "b_ts": message_ts,
+                    "b_root": root,
+                }
+                await self._fold.rowcount(conn, fold)
             return root
 
         root = await self._gate.write(tx)
@@ -100,19 +135,14 @@ class DmConversationStore:
     async def folded_root(self, team_id: str, channel_id: str, thread_ts: str) -> str | None:
         """The root of the conversation the top-level message `thread_ts` was folded
         into (a reply in the Slack thread under it belongs there), or None."""
-        folded = sa.select(dm_folded.c.root_ts).where(
-            dm_folded.c.team_id == team_id,
-            dm_folded.c.channel_id == channel_id,
-            dm_folded.c.message_ts == thread_ts,
-        )
-
         key = (team_id, channel_id, thread_ts)
         if key in self._roots:
             return self._roots[key]
+        params = {"b_team": team_id, "b_channel": channel_id, "b_ts": thread_ts}
 
         async def tx(conn: AsyncConnection) -> str | None:
-            root = (await conn.execute(folded)).scalar()
-            return None if root is None else str(root)
+            rows = await _FOLDED_ROOT.rows(conn, params)
+            return str(rows[0][0]) if rows else None
 
         found = await self._gate.read(tx)
         if found is not None:

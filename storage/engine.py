@@ -31,7 +31,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from storage.errors import StorageReadError, StorageWriteError
-from storage.sqlite_inline import INLINE_BUSY_TIMEOUT_MS, InlineConnection, inline_creator
+from storage.sqlite_inline import (
+    INLINE_BUSY_TIMEOUT_MS,
+    InlineConnection,
+    inline_creator,
+    inline_transaction,
+)
 
 log = logging.getLogger(__name__)
 
@@ -272,8 +277,12 @@ class SqlGate:
         agent runtime lets them escape an invocation without knowing the database.
         """
         try:
-            async with self._connect(self._read_engine, keep="read") as conn, conn.begin():
-                return await fn(conn)
+            async with self._connect(self._read_engine, keep="read") as conn:
+                if self.is_sqlite:
+                    async with inline_transaction(conn, immediate=False):
+                        return await fn(conn)
+                async with conn.begin():
+                    return await fn(conn)
         except (SQLAlchemyError, OSError) as exc:
             raise StorageReadError(f"the database read failed: {first_line(exc)}") from exc
 
@@ -306,8 +315,12 @@ class SqlGate:
     async def _write_once(
         self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[T]], keep: str = ""
     ) -> T:
-        async with self._connect(engine, keep=keep) as conn, conn.begin():
-            return await fn(conn)
+        async with self._connect(engine, keep=keep) as conn:
+            if self.is_sqlite:
+                async with inline_transaction(conn, immediate=True):
+                    return await fn(conn)
+            async with conn.begin():
+                return await fn(conn)
 
     @contextlib.asynccontextmanager
     async def _connect(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,6 +33,9 @@ from storage.scoped_state import read_app, read_scoped, read_users, write_scoped
 from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
+
+# A write run inside another store's transaction (`SqlSessionService.with_next_append`).
+Write = Callable[[AsyncConnection], Awaitable[None]]
 
 CORRUPT_EVENTS_METRIC = "storage_corrupt_events_total"
 REGISTRY.describe(CORRUPT_EVENTS_METRIC, "counter", "Stored events skipped as unreadable")
@@ -101,6 +104,19 @@ class SqlSessionService:
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
         self._insert_empty = Prepared(gate.insert(sessions).on_conflict_do_nothing())
+        # invocation id -> a write to run in the transaction of that invocation's next append
+        self._with_next_append: dict[str, Write] = {}
+
+    def with_next_append(self, invocation_id: str, write: Write) -> None:
+        """Run `write` inside the transaction that appends the next event of
+        `invocation_id` (its user's message), so both commit together or neither does; an
+        exception `write` raises rolls the append back and escapes `append_event`. Used
+        once: the caller drops it with `forget_next_append` when the turn ends."""
+        self._with_next_append[invocation_id] = write
+
+    def forget_next_append(self, invocation_id: str) -> None:
+        """Drop the write `with_next_append` attached, if no append has taken it."""
+        self._with_next_append.pop(invocation_id, None)
 
     async def create_session(
         self,
@@ -243,8 +259,11 @@ class SqlSessionService:
 
         lock = _LOCK_FOR_APPEND if self._gate.is_sqlite else _LOCK_FOR_APPEND_PG
         key = _key_params(session.app_name, session.user_id, session.id)
+        attached = self._with_next_append.get(event.invocation_id)
 
         async def tx(conn: AsyncConnection) -> Event:
+            if attached is not None:
+                await attached(conn)
             advanced = not own and compaction is None
             if advanced:
                 advance = await _ADVANCE.rows(conn, {**key, "b_ts": event.timestamp})
@@ -290,6 +309,8 @@ class SqlSessionService:
             return stored
 
         stored = await self._gate.write(tx)
+        if attached is not None:
+            self.forget_next_append(event.invocation_id)
         session.events.append(stored)
         session.state.update(delta)
         session.last_update_time = stored.timestamp

@@ -8,6 +8,11 @@ handful of rows by key and take microseconds, so `InlineConnection` keeps aiosql
 interface (which SQLAlchemy's `sqlite+aiosqlite` dialect speaks) but runs each call
 directly. aiosqlite's thread stays only for opening the connection.
 
+`inline_transaction` also begins and ends the transaction on the `sqlite3` connection
+itself: SQLAlchemy's `AsyncConnection.begin()` and its commit cost more than the
+statements of a turn's short transactions (about a fifth of the storage time per message
+under `bench/slack_load.py`, two greenlet switches, events and a pool reset for each).
+
 The one way a call could block is waiting for another process's write lock, so inline
 connections get a short `busy_timeout` (`INLINE_BUSY_TIMEOUT_MS`); `SqlGate.write` then
 retries with an asynchronous backoff instead of holding up the loop.
@@ -15,14 +20,17 @@ retries with an asynchronous backoff instead of holding up the loop.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any
 
 import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 # Long enough to ride out a checkpoint, short enough not to stall the event loop.
 INLINE_BUSY_TIMEOUT_MS = 50
@@ -38,8 +46,52 @@ class InlineConnection(aiosqlite.Connection):
 
     def begin(self, *, immediate: bool) -> None:
         """Open a transaction now, straight on the sqlite3 connection (no cursor, no
-        statement machinery: SQLAlchemy's `begin` event runs this on every transaction)."""
-        self._conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        statement machinery: SQLAlchemy's `begin` event runs this when it begins one),
+        unless `inline_transaction` has opened it already."""
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _sqlite(conn: AsyncConnection) -> sqlite3.Connection:
+    driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+    assert isinstance(driver, InlineConnection)
+    return driver._conn  # type: ignore[return-value]
+
+
+def _run(raw: sqlite3.Connection, sql: str) -> None:
+    try:
+        raw.execute(sql)
+    except sqlite3.Error as exc:
+        # Wrapped as SQLAlchemy wraps a statement's error, so "locked" is retried.
+        raise OperationalError(sql, None, exc) from exc
+
+
+@contextlib.asynccontextmanager
+async def inline_transaction(
+    conn: AsyncConnection, *, immediate: bool
+) -> AsyncIterator[AsyncConnection]:
+    """One transaction on an inline connection, begun (`BEGIN IMMEDIATE` for a writer)
+    and committed, or rolled back on an error, on the `sqlite3` connection directly.
+
+    Statements run as `storage.prepared.Prepared` never tell SQLAlchemy; one executed
+    through `conn.execute` makes SQLAlchemy begin its own transaction on top, whose
+    `begin` event finds this one open and adds nothing (`InlineConnection.begin`), and
+    which is then committed or rolled back through SQLAlchemy, ending this one with it.
+    """
+    raw = _sqlite(conn)
+    _run(raw, "BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield conn
+        if conn.in_transaction():
+            await conn.commit()
+        elif raw.in_transaction:
+            _run(raw, "COMMIT")
+    except BaseException:
+        if conn.in_transaction():
+            await conn.rollback()
+        if raw.in_transaction:
+            raw.rollback()
+        raise
 
 
 def inline_creator(url: URL) -> Callable[[], Any]:

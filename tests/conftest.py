@@ -1,10 +1,16 @@
-"""Suite-wide guards: no test reaches a hosted model or any non-loopback address."""
+"""Suite-wide guards: no test reaches a hosted model or any non-loopback address; and
+every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default), so
+the suite tests what `support-bot serve` runs (`EVENT_LOOP=asyncio|uvloop pytest` runs
+it on either)."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import socket
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 
@@ -54,3 +60,37 @@ def _fresh_metrics() -> None:
     from agents.metrics import REGISTRY
 
     REGISTRY.reset()
+
+
+def _guarded_uvloop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop with the loopback guard: uvloop connects to a host name or address
+    in C (libuv), past the `socket.connect` patched above, so its `create_connection`
+    checks the host itself (aiohttp connects through `sock_connect`, which the patch
+    covers)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+
+    class GuardedLoop(uvloop.Loop):  # type: ignore[misc]
+        async def create_connection(  # type: ignore[override]
+            self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
+        ) -> Any:
+            if host is not None and not _allowed((host, port)):
+                raise ConnectionRefusedError(f"tests may not reach {host!r}: only loopback")
+            return await super().create_connection(protocol_factory, host, port, **kwargs)
+
+    return GuardedLoop
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The shipped loop for every async test (pytest-asyncio's hook)."""
+    from bot.config import Settings
+
+    shipped = os.environ.get("EVENT_LOOP") or Settings.model_fields["event_loop"].default
+    factory = _guarded_uvloop() if shipped == "uvloop" else None
+    if factory is None:
+        return {"asyncio": asyncio.new_event_loop}
+    return {shipped: factory}

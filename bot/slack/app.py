@@ -16,6 +16,7 @@ from slack_sdk.signature import SignatureVerifier
 from agents.metrics import REGISTRY
 from agents.runner import Runner
 from bot.config import Settings, secret
+from bot.event_loop import running_loop_name
 from bot.logging import library_logger
 from bot.slack import listeners, payloads
 from bot.slack.client import SlackClient
@@ -137,7 +138,8 @@ def build_web_app(
         if extra_health is not None:
             checks["socket"] = await _healthy(extra_health)
         ok = all(checks.values()) and not services.worker.closed
-        return web.json_response({"ok": ok, **checks}, status=200 if ok else 503)
+        body = {"ok": ok, **checks, "event_loop": running_loop_name()}
+        return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(request: web.Request) -> web.Response:
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)

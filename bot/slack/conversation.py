@@ -47,7 +47,7 @@ from bot.slack.services import BotServices
 from bot.slack.streaming import SlackStream, open_stream, reply_metadata
 from bot.slack.timeline import workflow_steps
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
-from storage.delivery.inflight import InflightKey
+from storage.delivery.inflight import InflightKey, MessageTakenOverError
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -205,17 +205,9 @@ class SlackReplier:
                 placeholder_ts = stream.ts
             else:
                 placeholder_ts = await self._post_placeholder(key, record, broadcast)
-            # Started together with the message the reply goes into, in one write.
-            started = await self.s.db.inflight.start(
-                tracked,
-                owner=self.s.owner,
-                invocation_id=invocation_id,
-                now=time.time(),
-                stream_ts=stream.ts if stream is not None else None,
-                placeholder_ts=placeholder_ts if stream is None else None,
-            )
-            if not started:
-                # A peer took the message over (this process was thought dead): it answers.
+            # Started together with the message the reply goes into, and in the
+            # transaction that stores the user's event (one commit for the three).
+            if not await self._start(tracked, invocation_id, placeholder_ts, stream):
                 log.warning("message taken over by a peer", extra=_thread(key))
                 await self._withdraw(key, placeholder_ts, stream)
                 return
@@ -231,6 +223,11 @@ class SlackReplier:
                 listener=stream.observe if stream is not None else None,
                 on_event=status.observe,
             )
+        except MessageTakenOverError:
+            # A peer took the message over (this process was thought dead): it answers.
+            log.warning("message taken over by a peer", extra=_thread(key))
+            await self._withdraw(key, placeholder_ts, stream)
+            return
         except asyncio.CancelledError:
             interrupted = self._interrupted(key, tracked, placeholder_ts, record, stream, broadcast)
             await asyncio.shield(interrupted)
@@ -247,9 +244,37 @@ class SlackReplier:
                 broadcast=broadcast,
             )
             return
+        finally:
+            self.s.db.sessions.forget_next_append(invocation_id)
         await self.conclude(
             key, tracked, placeholder_ts, outcome, stream=stream, broadcast=broadcast
         )
+
+    async def _start(
+        self,
+        tracked: InflightKey,
+        invocation_id: str,
+        placeholder_ts: str | None,
+        stream: SlackStream | None,
+    ) -> bool:
+        """Mark the message started (`InflightStore.start`), with the message its reply
+        goes into. When the runner stores its events in `db.sessions`, as the bot's does,
+        the mark rides in the transaction that appends the user's event, and a takeover
+        found there raises `MessageTakenOverError` from the turn; else it is its own
+        write, and False means taken over."""
+        db = self.s.db
+        args: dict[str, Any] = {
+            "owner": self.s.owner,
+            "invocation_id": invocation_id,
+            "now": time.time(),
+            "stream_ts": stream.ts if stream is not None else None,
+            "placeholder_ts": placeholder_ts if stream is None else None,
+        }
+        if self.s.runner.session_service is db.sessions:
+            start = db.inflight.start_in_append(tracked, **args)
+            db.sessions.with_next_append(invocation_id, start)
+            return True
+        return await db.inflight.start(tracked, **args)
 
     async def _withdraw(self, key: ThreadKey, ts: str | None, stream: SlackStream | None) -> None:
         """Take back the (empty) message a reply was to go into; never raises."""

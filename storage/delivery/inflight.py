@@ -1,9 +1,9 @@
 """Accepted Slack messages that are not answered yet, so a crash loses none of them.
 
 A message is `accept`ed (together with its delivery key, in one transaction) before the
-HTTP ack, marked `start`ed with its invocation id before the user's event is appended
-(in the same write as the ts of the placeholder or streamed message its reply goes
-into, once Slack has it), and `finish`ed (deleted) once the reply or a failure notice
+HTTP ack, marked `start`ed with its invocation id as the user's event is appended (in
+the transaction that appends it, `start_in_append`, with the ts of the placeholder or
+streamed message its reply goes into), and `finish`ed (deleted) once the reply or a failure notice
 is in the thread. Rows carry the owning process, and every
 update is guarded by it: a process whose row was taken over changes nothing. A live
 process `take_over`s the rows of an owner that stopped beating (`storage.delivery.owners`) and
@@ -13,6 +13,7 @@ finishes them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Literal, NamedTuple
 
@@ -23,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from storage.delivery.owners import owner_is_dead
 from storage.dm_conversations import touch_in as touch_dm_conversation_in
 from storage.engine import SqlGate
+from storage.errors import StorageError
 from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
 from storage.sessions import session_exists_in
@@ -104,6 +106,21 @@ def _owned_params(key: InflightKey, owner: str) -> dict[str, Any]:
         "b_ts": key.message_ts,
         "b_owner": owner,
     }
+
+
+def _started(
+    invocation_id: str, now: float, stream_ts: str | None, placeholder_ts: str | None
+) -> dict[str, Any]:
+    values: dict[str, Any] = {"stage": "started", "invocation_id": invocation_id, "started_at": now}
+    if stream_ts is not None:
+        values["stream_ts"] = stream_ts
+    if placeholder_ts is not None:
+        values["placeholder_ts"] = placeholder_ts
+    return values
+
+
+class MessageTakenOverError(StorageError):
+    """Another process took the message over (this one was thought dead): it answers."""
 
 
 _MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
@@ -248,16 +265,33 @@ class InflightStore:
         the thread is told, not that the message is run again. False when `owner` no
         longer holds the row. The streamed message (or placeholder) the reply goes
         into, when there already is one, is recorded in the same write."""
-        values: dict[str, Any] = {
-            "stage": "started",
-            "invocation_id": invocation_id,
-            "started_at": now,
-        }
-        if stream_ts is not None:
-            values["stream_ts"] = stream_ts
-        if placeholder_ts is not None:
-            values["placeholder_ts"] = placeholder_ts
+        values = _started(invocation_id, now, stream_ts, placeholder_ts)
         return await self._update_owned(key, owner, values)
+
+    def start_in_append(
+        self,
+        key: InflightKey,
+        *,
+        owner: str,
+        invocation_id: str,
+        now: float,
+        stream_ts: str | None = None,
+        placeholder_ts: str | None = None,
+    ) -> Callable[[AsyncConnection], Awaitable[None]]:
+        """`start` as a write for the transaction that appends the user's event
+        (`SqlSessionService.with_next_append`): the message is started exactly when its
+        event is stored, one commit instead of two. Raises `MessageTakenOverError`, so
+        the append is rolled back, when `owner` no longer holds the row."""
+        params = {
+            **_owned_params(key, owner),
+            **_started(invocation_id, now, stream_ts, placeholder_ts),
+        }
+
+        async def write(conn: AsyncConnection) -> None:
+            if not await _UPDATE_OWNED.rows(conn, params):
+                raise MessageTakenOverError(f"message {key.message_ts} was taken over")
+
+        return write
 
     async def finish(self, key: InflightKey, *, owner: str) -> bool:
         """The thread has its answer (or the message needs none): forget the message,

@@ -46,9 +46,10 @@ async def test_transactions_per_message_stay_within_budget(
     follow_up = dict(seen)
     assert len(model.requests) == 2
     # First message: accept, the DM's conversation placement, thread + empty session,
-    # start with its stream (or placeholder), two appends, finish-and-touch; reads: the
-    # thread with the earlier-message check, the session.
-    assert first == {"write": 7, "read": 2}
+    # the user's event appended with the message started and its stream (or
+    # placeholder) recorded, the reply's append, finish-and-touch; reads: the thread
+    # with the earlier-message check, the session.
+    assert first == {"write": 6, "read": 2}
     # A follow-up has no thread to map (its DM conversation is kept active in the
     # accept's own transaction), and the read of its thread also finds its session.
-    assert follow_up == {"write": 5, "read": 2}
+    assert follow_up == {"write": 4, "read": 2}

@@ -9,7 +9,6 @@ summariser, so it only depends on the bot's serving path.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 
@@ -21,6 +20,7 @@ from agents.models.base import Model
 from agents.runner import Runner
 from agents.tree import build_support_tree
 from bot.config import Settings, secret
+from bot.event_loop import run
 from bot.logging import configure_logging
 from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
@@ -69,5 +69,6 @@ async def serve() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve())
+    # The loop `support-bot serve` runs on (EVENT_LOOP, uvloop by default).
+    run(serve(), Settings(_env_file=None).event_loop)
     sys.exit(0)

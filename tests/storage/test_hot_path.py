@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agents.events import Event, EventActions, Part
+from agents.sessions.service import SessionNotFoundError
 from storage import Database
-from storage.delivery.inflight import InflightKey
+from storage.delivery.inflight import InflightKey, MessageTakenOverError
 from storage.sqlite_inline import InlineConnection
 from storage.threads import ThreadKey
 
@@ -119,3 +123,63 @@ async def test_sqlite_transactions_finish_without_yielding_to_the_loop(tmp_path:
         assert loop_turns == []
     finally:
         await db.close()
+
+
+async def _accepted(db: Database, owner: str = "me") -> None:
+    assert await db.inflight.accept(
+        MESSAGE, thread_ts="1.0", message={}, delivery_key="d1", owner=owner, now=1.0
+    )
+
+
+def _start(db: Database, owner: str = "me") -> Any:
+    return db.inflight.start_in_append(
+        MESSAGE, owner=owner, invocation_id="inv1", now=2.0, stream_ts="2.5"
+    )
+
+
+async def test_a_message_is_started_in_the_write_that_stores_its_users_event(
+    db: Database,
+) -> None:
+    session = await db.sessions.create_session(app_name="app", user_id="u1", session_id="s1")
+    await _accepted(db)
+    writes: list[object] = []
+    original = db.gate.write
+
+    async def counted(tx, *args, **kwargs):  # type: ignore[no-untyped-def]
+        writes.append(tx)
+        return await original(tx, *args, **kwargs)
+
+    db.gate.write = counted  # type: ignore[method-assign]
+    db.sessions.with_next_append("inv1", _start(db))
+    said = Event(author="user", invocation_id="inv1", parts=(Part(text="hi"),))
+    await db.sessions.append_event(session, said)
+    assert len(writes) == 1
+    [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
+    assert (row.stage, row.invocation_id, row.stream_ts) == ("started", "inv1", "2.5")
+    # Used once: the invocation's next append (its reply) is a plain append.
+    await db.inflight.take_over(row, owner="peer", now=3.0, dead_after=None)
+    await db.sessions.append_event(session, Event(author="bot", invocation_id="inv1"))
+    assert len(writes) == 3
+
+
+async def test_a_message_taken_over_or_a_failed_append_leaves_no_half(db: Database) -> None:
+    session = await db.sessions.create_session(app_name="app", user_id="u1", session_id="s1")
+    await _accepted(db)
+    [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
+    assert await db.inflight.take_over(row, owner="peer", now=3.0, dead_after=None)
+    # Taken over: this process stores no user event (the peer's turn will).
+    db.sessions.with_next_append("inv1", _start(db))
+    with pytest.raises(MessageTakenOverError):
+        await db.sessions.append_event(session, Event(author="user", invocation_id="inv1"))
+    db.sessions.forget_next_append("inv1")
+    stored = await db.sessions.get_session(app_name="app", user_id="u1", session_id="s1")
+    assert stored is not None and stored.events == []
+    # An append that fails (its session is gone) does not mark the message started.
+    [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
+    assert row.stage == "accepted"
+    await db.sessions.delete_session(app_name="app", user_id="u1", session_id="s1")
+    db.sessions.with_next_append("inv1", _start(db, owner="peer"))
+    with pytest.raises(SessionNotFoundError):
+        await db.sessions.append_event(session, Event(author="user", invocation_id="inv1"))
+    [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
+    assert (row.stage, row.invocation_id) == ("accepted", None)
