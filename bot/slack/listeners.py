@@ -199,14 +199,16 @@ def register(app: AsyncApp, services: BotServices) -> None:
         team, user, ref = where
         reply = replier(respond)
         if not rate.allow(user):
-            await respond(text=BUSY_TEXT, response_type="ephemeral", replace_original=False)
+            await reply(BUSY_TEXT, None)
             return
         worker.run(
             actions.summarize(team_id=team, user=user, ref=ref, public=False, reply=reply),
             Priority.COMMAND,
         )
 
-    async def on_handoff_shortcut(ack: AsyncAck, shortcut: dict[str, Any]) -> None:
+    async def on_handoff_shortcut(
+        ack: AsyncAck, shortcut: dict[str, Any], respond: AsyncRespond
+    ) -> None:
         await ack()
         where = _shortcut_thread(shortcut)
         trigger = shortcut.get("trigger_id")
@@ -214,6 +216,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
             return
         team, user, ref = where
         if not rate.allow(user):
+            await replier(respond)(BUSY_TEXT, None)
             return
 
         async def open_modal() -> None:
@@ -255,6 +258,9 @@ def register(app: AsyncApp, services: BotServices) -> None:
                 channel=ref.channel, user=user, thread_ts=ref.thread_ts, text=text, blocks=blocks
             )
 
+        if not rate.allow(user):
+            worker.spawn(reply(BUSY_TEXT, None))
+            return
         worker.run(
             actions.handoff(
                 team_id=meta["team"],

@@ -4,6 +4,7 @@ and one shared slot count for replies, commands and digests, replies first."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -185,3 +186,45 @@ async def test_limits_acks_go_first_while_the_event_loop_is_behind(
         texts = [shown(m) for m in slack.thread(f"D{n}", ts) if m.get("bot_id")]
         assert sum(t.startswith("answer ") for t in texts) == 1, texts
     assert await inflight_rows(bot.services.db) == 0
+
+
+async def test_limits_handoff_shortcut_and_submission_over_rate_are_told_busy(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(
+        support_tree(ScriptedModel([])), user_rate_burst=1, user_rate_per_minute=1
+    )
+    ts = "1700000600.000100"
+    for _ in range(2):
+        payload = bot.message_shortcut("handoff_thread", channel="C1", ts=ts, thread_ts=ts)
+        assert (await bot.send_payload(payload)).status == 200
+    await bot.idle()
+    # The first opened its modal; the second was answered, not dropped.
+    assert len(slack.calls_to("views.open")) == 1
+    [busy] = slack.calls_to("response_url")
+    assert busy["text"] == BUSY_TEXT and busy["response_type"] == "ephemeral"
+    # A submission over the rate hands nothing off and says so.
+    meta = json.dumps({"team": "T1", "channel": "C1", "thread_ts": ts})
+    values = {
+        "person": {"value": {"type": "users_select", "selected_user": "U2"}},
+        "agent": {"value": {"type": "static_select", "selected_option": None}},
+        "note": {"value": {"type": "plain_text_input", "value": ""}},
+    }
+    submission = {
+        "type": "view_submission",
+        "team": {"id": "T1"},
+        "user": {"id": "U1"},
+        "api_app_id": "A1",
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": "handoff_modal",
+            "private_metadata": meta,
+            "state": {"values": values},
+        },
+    }
+    assert (await bot.send_payload(submission)).status == 200
+    await bot.idle()
+    [told] = slack.calls_to("chat.postEphemeral")
+    assert (told["user"], told["text"]) == ("U1", BUSY_TEXT)
+    assert slack.calls_to("chat.postMessage") == []
