@@ -16,13 +16,13 @@ import aiohttp
 from aiohttp import web
 
 from agents.base_agent import BaseAgent
-from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.runner import Runner
 from bot.config import Settings
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
 from bot.threads.speaker import SpeakerPlugin
+from bot.wiring import compaction_hook, loop_lag_gate, work_limit
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -70,9 +70,10 @@ class BotHarness:
         **settings: Any,
     ) -> BotHarness:
         """Start the bot; `compaction_model` compacts after each invocation as shipped
-        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`); `after_invocation` hooks run after
-        it (the window records of `SUMMARY_MODE=incremental`, say); `limit` is the shared
-        slot count those hooks were built under (`bot.wiring.work_limit`)."""
+        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`, under the shared slot count);
+        `after_invocation` hooks run after it (the window records of
+        `SUMMARY_MODE=incremental`, say); `limit` is the shared slot count those hooks were
+        built under (`bot.wiring.work_limit`; unset, one is built from the settings)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,
@@ -80,14 +81,12 @@ class BotHarness:
             _env_file=None,
             **settings,
         )
+        gate = loop_lag_gate(config)
+        # As shipped: compaction waits for a slot of the one shared limit.
+        limit = work_limit(config, gate) if limit is None else limit
         hooks = []
         if compaction_model is not None:
-            compaction = EventsCompactionConfig(
-                summarizer=LlmEventSummarizer(compaction_model),
-                compaction_interval=config.compaction_interval,
-                overlap_size=config.compaction_overlap,
-            )
-            hooks.append(Compactor(db.sessions, compaction))
+            hooks.append(compaction_hook(config, db.sessions, compaction_model, limit))
         hooks.extend(after_invocation)
         runner = Runner(
             agent=agent,
@@ -98,7 +97,13 @@ class BotHarness:
             max_message_chars=config.max_model_message_chars,
         )
         services, client = await create_services(
-            config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05, limit=limit
+            config,
+            db=db,
+            runner=runner,
+            summarizer=summarizer,
+            retry_backoff=0.05,
+            limit=limit,
+            gate=gate,
         )
         harness = cls(slack, services, client.close)
         app = build_web_app(services, build_bolt_app(services))

@@ -228,3 +228,42 @@ async def test_limits_handoff_shortcut_and_submission_over_rate_are_told_busy(
     [told] = slack.calls_to("chat.postEphemeral")
     assert (told["user"], told["text"]) == ("U1", BUSY_TEXT)
     assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_limits_compactions_wait_for_the_shared_slot_count(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    users = 5
+    model = ScriptedModel([f"answer {n}" for n in range(users)])
+    compaction = ScriptedModel(["The user asked for help."] * users)
+    running = peak = 0
+    release = asyncio.Event()
+    summarise = compaction.generate
+
+    async def counted(request: LlmRequest) -> Any:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await release.wait()
+            return await summarise(request)
+        finally:
+            running -= 1
+
+    compaction.generate = counted  # type: ignore[method-assign]
+    bot = await start_bot(
+        support_tree(model),
+        compaction_model=compaction,
+        compaction_interval=1,
+        max_concurrent_invocations=2,
+    )
+    for n in range(users):
+        await bot.send_event(dm("help", ts=f"1700000700.00010{n}", user=f"U{n}", channel=f"D{n}"))
+    await bot.idle()
+    # Every reply went out; the compactions they scheduled wait for the two slots.
+    assert len(model.requests) == users
+    await asyncio.sleep(0.3)
+    assert (running, peak) == (2, 2)
+    release.set()
+    await bot.services.runner.drain()
+    assert (len(compaction.requests), peak) == (users, 2)
