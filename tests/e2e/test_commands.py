@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agents.models.scripted import ScriptedModel
 from agents.summary.service import SummaryService
@@ -25,7 +26,7 @@ RECORD = {
 
 
 async def _thread_with_history(
-    slack: FakeSlackApi, start_bot: StartBot, summaries: list
+    slack: FakeSlackApi, start_bot: StartBot, summaries: list, **settings: Any
 ) -> BotHarness:
     model = ScriptedModel(["A refund for order 4411 is being processed.", "Refund confirmed."])
     bot = await start_bot(
@@ -33,6 +34,7 @@ async def _thread_with_history(
         summarizer=SummaryService(ScriptedModel(summaries)),
         support_lead_channel="CLEAD",
         support_leads="ULEAD",
+        **settings,
     )
     slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
     await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))

@@ -20,6 +20,7 @@ from storage.schema import inflight
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm
 from tests.e2e.replies import shown
+from tests.e2e.test_commands import LINK, RECORD, ROOT, _thread_with_history
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -267,3 +268,54 @@ async def test_limits_compactions_wait_for_the_shared_slot_count(
     release.set()
     await bot.services.runner.drain()
     assert (len(compaction.requests), peak) == (users, 2)
+
+
+class CountingSummarizer:
+    """The bot's summariser, held at a gate, counting the summaries running at once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.running = self.peak = self.started = 0
+        self.release = asyncio.Event()
+
+    async def summarize(self, session: Any) -> Any:
+        self.running += 1
+        self.started += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await self.release.wait()
+            return await self.inner.summarize(session)
+        finally:
+            self.running -= 1
+
+
+async def test_limits_many_summary_commands_run_two_at_a_time_and_each_is_answered(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    commands = 8
+    bot = await _thread_with_history(
+        slack,
+        start_bot,
+        [json.dumps(RECORD)] * 6,
+        max_concurrent_invocations=2,
+        user_rate_burst=6,
+    )
+    summaries = bot.services.summarizer = CountingSummarizer(bot.services.summarizer)
+    acks = await asyncio.gather(*(bot.send_command("/summary", LINK) for _ in range(commands)))
+    shortcut = bot.message_shortcut(
+        "summarize_thread", channel="C1", ts=ROOT, thread_ts=ROOT, user="U2"
+    )
+    await bot.send_payload(shortcut)
+    await asyncio.sleep(0.3)
+    # U1's first message took one of the six tokens: five commands and U2's shortcut wait
+    # for the two slots, U1's other commands were told busy in their acks.
+    texts = [await ack.text() for ack in acks]
+    assert sum(BUSY_TEXT in t for t in texts) == commands - 5
+    assert sum("Summarising" in t for t in texts) == 5
+    assert (summaries.running, summaries.peak) == (2, 2)
+    summaries.release.set()
+    await bot.idle()
+    assert (summaries.started, summaries.peak) == (6, 2)
+    # Every admitted command, and the shortcut, got its summary.
+    replies = [c["text"] for c in slack.calls_to("response_url")]
+    assert len(replies) == 6 and all("order 4411" in t for t in replies)
