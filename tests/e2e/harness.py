@@ -170,7 +170,14 @@ class BotHarness:
     async def send_command(
         self, command: str, text: str, *, user: str = "U1", channel: str = "C1"
     ) -> aiohttp.ClientResponse:
-        body = urlencode(
+        body = self.command_body(command, text, user=user, channel=channel)
+        return await self.post(body, "application/x-www-form-urlencoded")
+
+    def command_body(
+        self, command: str, text: str, *, user: str = "U1", channel: str = "C1"
+    ) -> str:
+        """A slash command's form body, with a trigger id of its own."""
+        return urlencode(
             {
                 "token": "legacy",
                 "team_id": TEAM,
@@ -183,7 +190,6 @@ class BotHarness:
                 "api_app_id": "A1",
             }
         )
-        return await self.post(body, "application/x-www-form-urlencoded")
 
     async def send_payload(self, payload: dict[str, Any]) -> aiohttp.ClientResponse:
         """An interactivity payload (shortcut, view submission), form-encoded as Slack does."""
