@@ -18,6 +18,7 @@ from aiohttp import web
 from agents.base_agent import BaseAgent
 from agents.runner import Runner
 from bot.config import Settings
+from bot.digests.job import DigestJob
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
@@ -195,6 +196,38 @@ class BotHarness:
         """An interactivity payload (shortcut, view submission), form-encoded as Slack does."""
         body = urlencode({"payload": json.dumps(payload)})
         return await self.post(body, "application/x-www-form-urlencoded")
+
+    def digest_job(self) -> DigestJob:
+        """The digest pass over this bot's database, summariser and Slack client, posting to
+        `CLEAD`, every answered thread counting as idle."""
+        s = self.services
+        return DigestJob(
+            db=s.db, summarizer=s.summarizer, client=s.client,
+            lead_channel="CLEAD", idle_after=0, owner=s.owner,
+        )  # fmt: skip
+
+    def handoff_submission(
+        self, *, user: str, private_metadata: str, person: str | None = None, note: str = ""
+    ) -> dict[str, Any]:
+        """The hand-off modal submitted with `person` picked (no agent) and `note`."""
+        values = {
+            "person": {"value": {"type": "users_select", "selected_user": person}},
+            "agent": {"value": {"type": "static_select", "selected_option": None}},
+            "note": {"value": {"type": "plain_text_input", "value": note}},
+        }
+        return {
+            "type": "view_submission",
+            "team": {"id": TEAM},
+            "user": {"id": user},
+            "api_app_id": "A1",
+            "view": {
+                "id": "V1",
+                "type": "modal",
+                "callback_id": "handoff_modal",
+                "private_metadata": private_metadata,
+                "state": {"values": values},
+            },
+        }
 
     def message_shortcut(
         self, callback_id: str, *, channel: str, ts: str, thread_ts: str, user: str = "U1"

@@ -189,25 +189,9 @@ async def test_commands_handoff_shortcut_opens_modal_and_submission_hands_off(
     [opened] = slack.calls_to("views.open")
     view = opened["view"]
     assert view["callback_id"] == "handoff_modal"
-    submission = {
-        "type": "view_submission",
-        "team": {"id": "T1"},
-        "user": {"id": "ULEAD"},
-        "api_app_id": "A1",
-        "view": {
-            "id": "V1",
-            "type": "modal",
-            "callback_id": "handoff_modal",
-            "private_metadata": view["private_metadata"],
-            "state": {
-                "values": {
-                    "person": {"value": {"type": "users_select", "selected_user": "U2"}},
-                    "agent": {"value": {"type": "static_select", "selected_option": None}},
-                    "note": {"value": {"type": "plain_text_input", "value": "VIP"}},
-                }
-            },
-        },
-    }
+    submission = bot.handoff_submission(
+        user="ULEAD", private_metadata=view["private_metadata"], person="U2", note="VIP"
+    )
     assert (await bot.send_payload(submission)).status == 200
     await bot.idle()
     key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)

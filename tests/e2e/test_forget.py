@@ -17,7 +17,6 @@ from agents.compaction import COMPACTION_AUTHOR
 from agents.models.scripted import ScriptedModel
 from agents.summary import SummaryService
 from bot.config import Settings
-from bot.digests.job import DigestJob
 from bot.ops.commands import forget
 from bot.ops.running import bot_running
 from bot.wiring import Models, build_summarizer, window_hooks, work_limit
@@ -78,11 +77,7 @@ async def _two_speaker_thread(slack: FakeSlackApi, start_bot: StartBot) -> tuple
     db = bot.services.db
     record = await db.threads.get(ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT))
     assert record is not None and record.user_id == "U1"
-    job = DigestJob(
-        db=db, summarizer=summaries, client=bot.services.client,
-        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
-    )  # fmt: skip
-    [digest] = await job.run_once()
+    [digest] = await bot.digest_job().run_once()
     assert digest.outcome == "posted", digest.problems
     pages = sorted(slack.messages["CLEAD"], key=float)
     assert len(pages) == 2 and "u2@example.com" in json.dumps(slack.messages["CLEAD"])
@@ -198,11 +193,7 @@ async def test_forget_clears_what_quotes_a_speaker_in_another_users_session_and_
     thread = await database.threads.get(key)
     assert thread is not None and thread.user_id == "U1"
     source = thread.session_id
-    job = DigestJob(
-        db=database, summarizer=bot.services.summarizer, client=bot.services.client,
-        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
-    )  # fmt: skip
-    [digest] = await job.run_once()
+    [digest] = await bot.digest_job().run_once()
     assert digest.outcome == "posted", digest.problems
     link = f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}"
     await bot.send_command("/handoff", f"{link} billing_agent")

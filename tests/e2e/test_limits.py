@@ -206,24 +206,7 @@ async def test_limits_handoff_shortcut_and_submission_over_rate_are_told_busy(
     assert busy["text"] == BUSY_TEXT and busy["response_type"] == "ephemeral"
     # A submission over the rate hands nothing off and says so.
     meta = json.dumps({"team": "T1", "channel": "C1", "thread_ts": ts})
-    values = {
-        "person": {"value": {"type": "users_select", "selected_user": "U2"}},
-        "agent": {"value": {"type": "static_select", "selected_option": None}},
-        "note": {"value": {"type": "plain_text_input", "value": ""}},
-    }
-    submission = {
-        "type": "view_submission",
-        "team": {"id": "T1"},
-        "user": {"id": "U1"},
-        "api_app_id": "A1",
-        "view": {
-            "id": "V1",
-            "type": "modal",
-            "callback_id": "handoff_modal",
-            "private_metadata": meta,
-            "state": {"values": values},
-        },
-    }
+    submission = bot.handoff_submission(user="U1", private_metadata=meta, person="U2")
     assert (await bot.send_payload(submission)).status == 200
     await bot.idle()
     [told] = slack.calls_to("chat.postEphemeral")
