@@ -11,12 +11,16 @@ from __future__ import annotations
 from agents.events import Event, EventActions, Part
 
 HANDOFF_AUTHOR = "handoff"
+HANDOFF_SOURCE = "handoff_source"
+"""The record's metadata key naming the session it was made from (which it may quote)."""
 
 
-def handoff_event(text: str, *, target: str) -> Event:
-    """The first event of a handed-off session: `text` as quoted context for `target`."""
+def handoff_event(text: str, *, target: str, source: str | None = None) -> Event:
+    """The first event of a handed-off session: `text` as quoted context for `target`,
+    made from session `source` when given."""
     return Event(
         author=HANDOFF_AUTHOR,
         parts=(Part(text=text),),
         actions=EventActions(transfer_to_agent=target),
+        custom_metadata={HANDOFF_SOURCE: source} if source else {},
     )

@@ -12,7 +12,7 @@ from agents.base_agent import BaseAgent
 from agents.callbacks import BasePlugin, chain_events
 from agents.context import InvocationContext, ModelCallBudget
 from agents.errors import AgentRuntimeError, SessionStoreError
-from agents.events import Event, Part, new_invocation_id
+from agents.events import Event, Part, interrupted_responses, new_invocation_id
 from agents.invocation import log_event, persist, run_and_persist
 from agents.llm.agent import LlmAgent
 from agents.metrics import REGISTRY
@@ -47,8 +47,9 @@ class Runner:
 
     Each event is persisted as it is produced. The agent that answers is chosen by the
     transfer history (see `find_agent_to_run`). Model and runtime failures end the
-    invocation with a final event whose `error_code` says what happened; they never
-    escape `run_async`; only a `SessionStoreError` does, since nothing can be stored.
+    invocation with a final event whose `error_code` says what happened, after an
+    "interrupted" result for each function call they cut off; they never escape
+    `run_async`; only a `SessionStoreError` does, since nothing can be stored.
     `plugins` (see `agents.callbacks`) hook into every run, agent, model and tool call.
     `max_message_chars`, when set, bounds any one message in a model request
     (`agents.history`); unset, messages go whole (the summariser budgets its own prompt).
@@ -134,6 +135,7 @@ class Runner:
                 ctx, current, "empty_message", "empty user message", EMPTY_MESSAGE_TEXT
             )
             return
+        failure: tuple[str, str, str, str] | None = None
         try:
             async for event in self._run_agent(agent, ctx):
                 current = event.author
@@ -142,22 +144,26 @@ class Runner:
         except AssertionError:
             raise
         except AgentRuntimeError as exc:
-            yield await self._error_event(
-                ctx, exc.agent_name or current, exc.code, str(exc), exc.user_message
-            )
+            failure = (exc.agent_name or current, exc.code, str(exc), exc.user_message)
         except ModelError as exc:
-            yield await self._error_event(ctx, current, exc.code, str(exc), MODEL_FAILURE_TEXT)
+            failure = (current, exc.code, str(exc), MODEL_FAILURE_TEXT)
         except SessionStoreError:
             raise  # the caller must tell the person the turn failed: nothing can be stored
         except Exception as exc:
             logger.exception("invocation %s failed", invocation_id)
-            yield await self._error_event(
-                ctx,
+            failure = (
                 current,
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",
                 INTERNAL_FAILURE_TEXT,
             )
+        if failure is not None:
+            # A call the failure cut off (a limit hit inside an AgentTool, say) is answered
+            # as interrupted, as after a kill, so compaction can close a window over it.
+            mine = [e for e in session.events if e.invocation_id == invocation_id]
+            for closing in interrupted_responses(mine):
+                yield await persist(ctx, closing)
+            yield await self._error_event(ctx, *failure)
         for plugin in self.plugins:
             await plugin.after_run(ctx)
         self._schedule_hooks(session, invocation_id)

@@ -113,8 +113,8 @@ class Settings(BaseSettings):
     max_concurrent_invocations: int = Field(
         default=32,
         gt=0,
-        description="Model-bound work at once: replies, commands, shortcuts, digests "
-        "(replies are served first when work waits).",
+        description="Model-bound work at once: replies, commands, shortcuts, digests, "
+        "compaction (replies are served first when work waits).",
     )
     hold_starts_over_loop_lag_ms: float = Field(
         default=50,

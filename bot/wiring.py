@@ -41,6 +41,7 @@ from agents.base_agent import BaseAgent
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.runner import AfterInvocationHook, Runner
+from agents.sessions.service import SessionService
 from agents.tree import OutputBudget, build_support_tree
 from bot.config import Settings, secret
 from bot.digests.job import DigestJob
@@ -194,7 +195,7 @@ def loop_lag_gate(settings: Settings) -> LoopLagGate:
 
 def work_limit(settings: Settings, gate: LoopLagGate | None = None) -> PriorityLimit:
     """The process's one slot count (`MAX_CONCURRENT_INVOCATIONS`), shared by replies,
-    commands, digests and window summaries, behind `gate` when given."""
+    commands, digests, compaction and window summaries, behind `gate` when given."""
     return PriorityLimit(
         settings.max_concurrent_invocations, gate=None if gate is None else gate.admit
     )
@@ -208,27 +209,39 @@ def build_runner(
 ) -> Runner:
     """The support tree over the database's session service, compacting after each
     invocation on `COMPACTION_MODEL` (default: `MODEL`) and, with
-    `SUMMARY_MODE=incremental`, summarising each window compaction closes (under `limit`
-    when given)."""
+    `SUMMARY_MODE=incremental`, summarising each window compaction closes (both under
+    `limit` when given)."""
     models = models or configured_models(settings)
-    summarizer = LlmEventSummarizer(models.resolve(models.compaction))
-    compactor = Compactor(
-        db.sessions,
-        EventsCompactionConfig(
-            summarizer=summarizer,
-            compaction_interval=settings.compaction_interval,
-            overlap_size=settings.compaction_overlap,
-        ),
-    )
+    compaction = compaction_hook(settings, db.sessions, models.resolve(models.compaction), limit)
     return Runner(
         agent=build_tree(settings, models),
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=models.factory,
-        after_invocation=[compactor, *window_hooks(settings, db, models, limit)],
+        after_invocation=[compaction, *window_hooks(settings, db, models, limit)],
         plugins=[SlackTsPlugin(), SpeakerPlugin()],
         max_message_chars=settings.max_model_message_chars,
     )
+
+
+def compaction_hook(
+    settings: Settings,
+    sessions: SessionService,
+    model: Model,
+    limit: PriorityLimit | None = None,
+) -> AfterInvocationHook:
+    """Compaction on `model` after each invocation (`COMPACTION_INTERVAL`,
+    `COMPACTION_OVERLAP`); with `limit`, it waits for a slot at digest priority, behind
+    every waiting reply."""
+    compactor = Compactor(
+        sessions,
+        EventsCompactionConfig(
+            summarizer=LlmEventSummarizer(model),
+            compaction_interval=settings.compaction_interval,
+            overlap_size=settings.compaction_overlap,
+        ),
+    )
+    return compactor if limit is None else LimitedHook(compactor, limit, Priority.DIGEST)
 
 
 def output_budget(settings: Settings) -> OutputBudget:

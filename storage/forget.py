@@ -12,7 +12,12 @@ user event carries its sender's id under `SPEAKER_ID` in `custom_metadata` (the 
 - in each session touched this way, whatever was derived from the whole session and so
   may quote them: compaction summaries, digests, memory and summary runs, and the window
   records whose range holds one of their events (the next digest rebuilds those windows
-  from the events that remain).
+  from the events that remain). With its compaction summaries gone, such a session is
+  loaded whole again (its compaction pointers are reset);
+- the hand-off records made from such a session (and from those handed on again), found
+  by the record's `HANDOFF_SOURCE` or the thread's `source_session_id`: each record's
+  text is replaced by `HANDOFF_REDACTED` (its routing to the target agent stays), and
+  what was derived from the handed-off session goes as above.
 
 The Slack messages of the deleted digests (every page of each) are returned, so that
 the caller can delete them from the lead channel.
@@ -21,11 +26,14 @@ the caller can delete them from the lead channel.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.compaction import COMPACTION_AUTHOR
+from agents.events import Event, Part
+from agents.handoff import HANDOFF_AUTHOR, HANDOFF_SOURCE
 from storage.schema import (
     digest_messages,
     digests,
@@ -42,14 +50,20 @@ from storage.schema import (
 
 # The user event's metadata key naming who sent it (`bot.threads.speaker` writes it).
 SPEAKER_ID = "speaker_id"
+HANDOFF_REDACTED = (
+    "This thread was handed off from another session; its hand-off record was removed "
+    "by a deletion request."
+)
 
 
 @dataclass
 class ForgetReport:
-    """Rows deleted per kind, and the posted digests (lead-channel ts) they quoted."""
+    """Rows deleted per kind, the hand-off records redacted, and the posted digests
+    (lead-channel ts) they quoted."""
 
     counts: dict[str, int] = field(default_factory=dict)
     posted_digests: list[str] = field(default_factory=list)
+    redacted_handoffs: int = 0
 
 
 async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
@@ -64,14 +78,21 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
             )
         )
     ).all()
-    touched_pks = sorted({pk for pk, _ in spoken})
+    spoken_pks = {pk for pk, _ in spoken}
     touched_ids = [
         sid
         for (sid,) in await conn.execute(
-            sa.select(sessions.c.session_id).where(sessions.c.pk.in_(touched_pks))
+            sa.select(sessions.c.session_id).where(sessions.c.pk.in_(spoken_pks))
         )
     ]
     owned_ids = sa.select(sessions.c.session_id).where(sessions.c.user_id == user_id)
+    owned_list = [sid for (sid,) in await conn.execute(owned_ids)]
+    records = await _handoff_records(conn, [*owned_list, *touched_ids], owned)
+    report.redacted_handoffs = await _redact(conn, [pk for pk, *_ in records])
+    # Sessions that may quote the user without being theirs: where they spoke, and those
+    # that start from a hand-off record made from one of theirs or of those.
+    touched_pks = sorted(spoken_pks | {session_pk for _, session_pk, _, _ in records})
+    touched_ids = list(dict.fromkeys([*touched_ids, *(sid for *_, sid, _ in records)]))
     cited = sa.or_(
         digests.c.user_id == user_id,
         digests.c.source_session_id.in_(owned_ids),
@@ -107,13 +128,17 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
             summary_windows.c.start_seq <= seq,
             summary_windows.c.end_seq >= seq,
         )
-        for sid, seq in spoken_seqs
+        for sid, seq in [*spoken_seqs, *((sid, seq) for *_, sid, seq in records)]
     ]
     statements = {
         "spoken_events": sa.delete(events).where(turns) if spoken else None,
         "compactions": sa.delete(events).where(
             events.c.session_pk.in_(touched_pks), events.c.author == COMPACTION_AUTHOR
         ),
+        # No compaction summary is left there: load the whole session again.
+        "compaction_pointers": sa.update(sessions)
+        .where(sessions.c.pk.in_(touched_pks))
+        .values(compaction_seq=0, compaction_start_seq=0),
         "events": sa.delete(events).where(events.c.session_pk.in_(owned)),
         "summary_runs": sa.delete(summary_runs).where(
             sa.or_(
@@ -149,7 +174,51 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
         "sessions": sa.delete(sessions).where(sessions.c.user_id == user_id),
     }
     for kind, statement in statements.items():
-        report.counts[kind] = (
-            (await conn.execute(statement)).rowcount if statement is not None else 0
-        )
+        count = (await conn.execute(statement)).rowcount if statement is not None else 0
+        if kind != "compaction_pointers":  # reset, not deleted
+            report.counts[kind] = count
     return report
+
+
+async def _handoff_records(
+    conn: AsyncConnection, sources: list[str], owned: sa.Select[Any]
+) -> list[tuple[int, int, str, int]]:
+    """(event pk, session pk, session id, seq) of each hand-off record made from one of
+    `sources`, or from a session handed off from them, in sessions not in `owned`."""
+    found: dict[int, tuple[int, int, str, int]] = {}
+    seen, frontier = set(sources), list(sources)
+    while frontier:
+        handed = sa.select(threads.c.session_id).where(threads.c.source_session_id.in_(frontier))
+        rows = await conn.execute(
+            sa.select(events.c.pk, sessions.c.pk, sessions.c.session_id, events.c.seq)
+            .join(sessions, sessions.c.pk == events.c.session_pk)
+            .where(
+                events.c.author == HANDOFF_AUTHOR,
+                events.c.session_pk.not_in(owned),
+                sa.or_(
+                    events.c.custom_metadata[HANDOFF_SOURCE].as_string().in_(frontier),
+                    sessions.c.session_id.in_(handed),
+                ),
+            )
+        )
+        frontier = []
+        for event_pk, session_pk, session_id, seq in rows:
+            found[event_pk] = (event_pk, session_pk, session_id, seq)
+            if session_id not in seen:
+                seen.add(session_id)
+                frontier.append(session_id)
+    return list(found.values())
+
+
+async def _redact(conn: AsyncConnection, event_pks: list[int]) -> int:
+    """Replace the text of each hand-off record in `event_pks`; its routing stays."""
+    rows = await conn.execute(
+        sa.select(events.c.pk, events.c.data).where(events.c.pk.in_(event_pks))
+    )
+    for pk, data in rows.all():
+        event = Event.model_validate_json(data)
+        redacted = event.model_copy(update={"parts": (Part(text=HANDOFF_REDACTED),)})
+        await conn.execute(
+            sa.update(events).where(events.c.pk == pk).values(data=redacted.model_dump_json())
+        )
+    return len(event_pks)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.postgres"]
+pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.backends"]
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.setdefault("LITELLM_TELEMETRY", "False")

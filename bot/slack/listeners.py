@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,6 +12,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.response import BoltResponse
 
+from agents.metrics import REGISTRY
 from bot.slack import dm_conversation
 from bot.slack.actions import REFUSAL, Reply, ThreadActions
 from bot.slack.assistant import feedback, panel
@@ -48,12 +50,22 @@ def register(app: AsyncApp, services: BotServices) -> None:
     @app.middleware
     async def once_per_request(body: dict[str, Any], next: Any) -> BoltResponse | None:
         # Commands, shortcuts and view submissions carry a trigger id unique to the
-        # request: a replayed (or redelivered) copy is acknowledged and dropped.
+        # request: a replayed (or redelivered) copy is acknowledged and dropped, by this
+        # process and, through the database's deliveries, by every other one.
         trigger = body.get("trigger_id") if isinstance(body, dict) else None
-        if isinstance(trigger, str) and not services.deliveries.first_request(trigger):
+        if isinstance(trigger, str) and not await first_request(trigger):
             return BoltResponse(status=200, body="")
         await next()
         return None
+
+    async def first_request(trigger: str) -> bool:
+        if not services.deliveries.first_request(trigger):
+            return False
+        key = f"request:{trigger}"
+        if await services.db.deliveries.first_delivery(key, now=time.time()):
+            return True
+        REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")
+        return False
 
     async def on_message(
         body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
@@ -199,14 +211,16 @@ def register(app: AsyncApp, services: BotServices) -> None:
         team, user, ref = where
         reply = replier(respond)
         if not rate.allow(user):
-            await respond(text=BUSY_TEXT, response_type="ephemeral", replace_original=False)
+            await reply(BUSY_TEXT, None)
             return
         worker.run(
             actions.summarize(team_id=team, user=user, ref=ref, public=False, reply=reply),
             Priority.COMMAND,
         )
 
-    async def on_handoff_shortcut(ack: AsyncAck, shortcut: dict[str, Any]) -> None:
+    async def on_handoff_shortcut(
+        ack: AsyncAck, shortcut: dict[str, Any], respond: AsyncRespond
+    ) -> None:
         await ack()
         where = _shortcut_thread(shortcut)
         trigger = shortcut.get("trigger_id")
@@ -214,6 +228,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
             return
         team, user, ref = where
         if not rate.allow(user):
+            await replier(respond)(BUSY_TEXT, None)
             return
 
         async def open_modal() -> None:
@@ -255,6 +270,9 @@ def register(app: AsyncApp, services: BotServices) -> None:
                 channel=ref.channel, user=user, thread_ts=ref.thread_ts, text=text, blocks=blocks
             )
 
+        if not rate.allow(user):
+            worker.spawn(reply(BUSY_TEXT, None))
+            return
         worker.run(
             actions.handoff(
                 team_id=meta["team"],

@@ -4,8 +4,9 @@ Every piece of model-bound work — a reply, a command, a shortcut, a digest —
 of one `PriorityLimit` while it runs, so `MAX_CONCURRENT_INVOCATIONS` bounds them all
 together. When slots are short, waiting replies go before waiting digests: a person in
 a thread is waiting for the one, nobody for the other. `LimitedHook` puts background
-model work that follows a reply (window summaries) under the same limit. `UserRate` is
-a token bucket per user that callers ask before they accept a message or command.
+model work that follows a reply (compaction, window summaries) under the same limit.
+`UserRate` is a token bucket per user that callers ask before they accept a message or
+command (per process: several processes each keep their own buckets).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ async def hand_to_agent(
     fresh = await sessions.create_session(
         app_name=thread.app_name, user_id=thread.user_id, session_id=new_id
     )
-    await sessions.append_event(fresh, handoff_event(text, target=agent))
+    await sessions.append_event(fresh, handoff_event(text, target=agent, source=session.id))
     key = thread.key
     await db.threads.remap(key, session_id=new_id, owner_agent=agent, source_session_id=session.id)
     await db.threads.set_status(key, "active")

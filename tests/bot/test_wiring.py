@@ -121,8 +121,10 @@ async def test_summary_mode_whole_by_default_incremental_on_request(tmp_path: Pa
         assert (summarizer.store, summarizer.interval) == (db.windows, 4)
         # In a running bot the window hook waits for the shared slot count, replies first.
         limit = work_limit(windows)
-        compactor, hook = build_runner(windows, db, limit=limit).after_invocation
-        assert isinstance(compactor, Compactor) and isinstance(hook, LimitedHook)
+        compaction, hook = build_runner(windows, db, limit=limit).after_invocation
+        assert isinstance(compaction, LimitedHook) and isinstance(hook, LimitedHook)
+        assert (compaction.limit, compaction.priority) == (limit, Priority.DIGEST)
+        assert isinstance(compaction.hook, Compactor)
         assert (hook.limit, hook.priority) == (limit, Priority.DIGEST)
         assert isinstance(hook.hook, IncrementalSummarizer)
         assert hook.hook.session_service is db.sessions
@@ -130,7 +132,7 @@ async def test_summary_mode_whole_by_default_incremental_on_request(tmp_path: Pa
         await db.close()
 
 
-async def test_the_bot_shares_one_slot_count_between_replies_and_window_summaries(
+async def test_the_bot_shares_one_slot_count_between_replies_compaction_and_window_summaries(
     tmp_path: Path,
 ) -> None:
     from bot.threads.admission import LimitedHook
@@ -139,8 +141,8 @@ async def test_the_bot_shares_one_slot_count_between_replies_and_window_summarie
     db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
     services, slack = await create_services(config, db=db)
     try:
-        [hook] = [h for h in services.runner.after_invocation if isinstance(h, LimitedHook)]
-        assert hook.limit is services.worker.limit
+        hooks = [h for h in services.runner.after_invocation if isinstance(h, LimitedHook)]
+        assert [h.limit for h in hooks] == [services.worker.limit] * 2
     finally:
         await slack.close()
         await db.close()

@@ -16,13 +16,14 @@ import aiohttp
 from aiohttp import web
 
 from agents.base_agent import BaseAgent
-from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.runner import Runner
 from bot.config import Settings
+from bot.digests.job import DigestJob
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
 from bot.threads.speaker import SpeakerPlugin
+from bot.wiring import compaction_hook, loop_lag_gate, work_limit
 from storage.database import Database
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -70,9 +71,10 @@ class BotHarness:
         **settings: Any,
     ) -> BotHarness:
         """Start the bot; `compaction_model` compacts after each invocation as shipped
-        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`); `after_invocation` hooks run after
-        it (the window records of `SUMMARY_MODE=incremental`, say); `limit` is the shared
-        slot count those hooks were built under (`bot.wiring.work_limit`)."""
+        (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`, under the shared slot count);
+        `after_invocation` hooks run after it (the window records of
+        `SUMMARY_MODE=incremental`, say); `limit` is the shared slot count those hooks were
+        built under (`bot.wiring.work_limit`; unset, one is built from the settings)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,
@@ -80,14 +82,12 @@ class BotHarness:
             _env_file=None,
             **settings,
         )
+        gate = loop_lag_gate(config)
+        # As shipped: compaction waits for a slot of the one shared limit.
+        limit = work_limit(config, gate) if limit is None else limit
         hooks = []
         if compaction_model is not None:
-            compaction = EventsCompactionConfig(
-                summarizer=LlmEventSummarizer(compaction_model),
-                compaction_interval=config.compaction_interval,
-                overlap_size=config.compaction_overlap,
-            )
-            hooks.append(Compactor(db.sessions, compaction))
+            hooks.append(compaction_hook(config, db.sessions, compaction_model, limit))
         hooks.extend(after_invocation)
         runner = Runner(
             agent=agent,
@@ -98,7 +98,13 @@ class BotHarness:
             max_message_chars=config.max_model_message_chars,
         )
         services, client = await create_services(
-            config, db=db, runner=runner, summarizer=summarizer, retry_backoff=0.05, limit=limit
+            config,
+            db=db,
+            runner=runner,
+            summarizer=summarizer,
+            retry_backoff=0.05,
+            limit=limit,
+            gate=gate,
         )
         harness = cls(slack, services, client.close)
         app = build_web_app(services, build_bolt_app(services))
@@ -165,7 +171,14 @@ class BotHarness:
     async def send_command(
         self, command: str, text: str, *, user: str = "U1", channel: str = "C1"
     ) -> aiohttp.ClientResponse:
-        body = urlencode(
+        body = self.command_body(command, text, user=user, channel=channel)
+        return await self.post(body, "application/x-www-form-urlencoded")
+
+    def command_body(
+        self, command: str, text: str, *, user: str = "U1", channel: str = "C1"
+    ) -> str:
+        """A slash command's form body, with a trigger id of its own."""
+        return urlencode(
             {
                 "token": "legacy",
                 "team_id": TEAM,
@@ -178,12 +191,43 @@ class BotHarness:
                 "api_app_id": "A1",
             }
         )
-        return await self.post(body, "application/x-www-form-urlencoded")
 
     async def send_payload(self, payload: dict[str, Any]) -> aiohttp.ClientResponse:
         """An interactivity payload (shortcut, view submission), form-encoded as Slack does."""
         body = urlencode({"payload": json.dumps(payload)})
         return await self.post(body, "application/x-www-form-urlencoded")
+
+    def digest_job(self) -> DigestJob:
+        """The digest pass over this bot's database, summariser and Slack client, posting to
+        `CLEAD`, every answered thread counting as idle."""
+        s = self.services
+        return DigestJob(
+            db=s.db, summarizer=s.summarizer, client=s.client,
+            lead_channel="CLEAD", idle_after=0, owner=s.owner,
+        )  # fmt: skip
+
+    def handoff_submission(
+        self, *, user: str, private_metadata: str, person: str | None = None, note: str = ""
+    ) -> dict[str, Any]:
+        """The hand-off modal submitted with `person` picked (no agent) and `note`."""
+        values = {
+            "person": {"value": {"type": "users_select", "selected_user": person}},
+            "agent": {"value": {"type": "static_select", "selected_option": None}},
+            "note": {"value": {"type": "plain_text_input", "value": note}},
+        }
+        return {
+            "type": "view_submission",
+            "team": {"id": TEAM},
+            "user": {"id": user},
+            "api_app_id": "A1",
+            "view": {
+                "id": "V1",
+                "type": "modal",
+                "callback_id": "handoff_modal",
+                "private_metadata": private_metadata,
+                "state": {"values": values},
+            },
+        }
 
     def message_shortcut(
         self, callback_id: str, *, channel: str, ts: str, thread_ts: str, user: str = "U1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agents.models.scripted import ScriptedModel
 from agents.summary.service import SummaryService
@@ -25,7 +26,7 @@ RECORD = {
 
 
 async def _thread_with_history(
-    slack: FakeSlackApi, start_bot: StartBot, summaries: list
+    slack: FakeSlackApi, start_bot: StartBot, summaries: list, **settings: Any
 ) -> BotHarness:
     model = ScriptedModel(["A refund for order 4411 is being processed.", "Refund confirmed."])
     bot = await start_bot(
@@ -33,6 +34,7 @@ async def _thread_with_history(
         summarizer=SummaryService(ScriptedModel(summaries)),
         support_lead_channel="CLEAD",
         support_leads="ULEAD",
+        **settings,
     )
     slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
     await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
@@ -187,25 +189,9 @@ async def test_commands_handoff_shortcut_opens_modal_and_submission_hands_off(
     [opened] = slack.calls_to("views.open")
     view = opened["view"]
     assert view["callback_id"] == "handoff_modal"
-    submission = {
-        "type": "view_submission",
-        "team": {"id": "T1"},
-        "user": {"id": "ULEAD"},
-        "api_app_id": "A1",
-        "view": {
-            "id": "V1",
-            "type": "modal",
-            "callback_id": "handoff_modal",
-            "private_metadata": view["private_metadata"],
-            "state": {
-                "values": {
-                    "person": {"value": {"type": "users_select", "selected_user": "U2"}},
-                    "agent": {"value": {"type": "static_select", "selected_option": None}},
-                    "note": {"value": {"type": "plain_text_input", "value": "VIP"}},
-                }
-            },
-        },
-    }
+    submission = bot.handoff_submission(
+        user="ULEAD", private_metadata=view["private_metadata"], person="U2", note="VIP"
+    )
     assert (await bot.send_payload(submission)).status == 200
     await bot.idle()
     key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)

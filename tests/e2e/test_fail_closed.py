@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 import sqlalchemy as sa
@@ -17,9 +17,10 @@ from agents.summary.service import SummaryService
 from bot.cli import cli
 from bot.config import Settings
 from bot.logging import JsonFormatter
+from storage.database import Database
 from storage.schema import deliveries, inflight
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import TEAM, channel_message
+from tests.e2e.harness import TEAM, BotHarness, channel_message
 from tests.e2e.test_commands import LINK, RECORD, ROOT
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
@@ -121,3 +122,37 @@ async def test_fail_closed_unaddressed_channel_messages_write_nothing(
     db = bot.services.db
     assert (await _rows(db, deliveries), await _rows(db, inflight)) == (0, 0)
     assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_fail_closed_a_request_replayed_to_another_process_runs_once(
+    slack: FakeSlackApi, db_url: str
+) -> None:
+    """Two bot processes on one database: a signed command, and a shortcut, replayed to
+    the other process are acknowledged and dropped there too."""
+    dbs = [await Database.open(db_url) for _ in range(2)]
+    bots = [
+        await BotHarness.start(slack, agent=support_tree(ScriptedModel([])), db=db) for db in dbs
+    ]
+    try:
+        first = bots[0]
+        command = first.command_body("/summary", LINK)
+        shortcut = first.message_shortcut("handoff_thread", channel="C1", ts=ROOT, thread_ts=ROOT)
+        payload = urlencode({"payload": json.dumps(shortcut)})
+        for bot in bots:
+            assert (await bot.post(command, "application/x-www-form-urlencoded")).status == 200
+            assert (await bot.post(payload, "application/x-www-form-urlencoded")).status == 200
+        for bot in bots:
+            await bot.idle()
+        # The command's answer ("no such thread") and the shortcut's modal, once each.
+        assert len(slack.calls_to("response_url")) == 1
+        assert len(slack.calls_to("views.open")) == 1
+        async with dbs[0].engine.connect() as conn:
+            keys = (await conn.execute(sa.select(deliveries.c.key))).scalars().all()
+        assert sorted(k for k in keys if k.startswith("request:")) == sorted(
+            [f"request:{shortcut['trigger_id']}", f"request:{parse_qs(command)['trigger_id'][0]}"]
+        )
+    finally:
+        for bot in bots:
+            await bot.stop()
+        for db in dbs:
+            await db.close()

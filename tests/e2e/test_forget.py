@@ -13,18 +13,21 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from agents.compaction import COMPACTION_AUTHOR
 from agents.models.scripted import ScriptedModel
 from agents.summary import SummaryService
 from bot.config import Settings
-from bot.digests.job import DigestJob
 from bot.ops.commands import forget
 from bot.ops.running import bot_running
-from storage.schema import digests, events
+from bot.wiring import Models, build_summarizer, window_hooks, work_limit
+from storage.forget import HANDOFF_REDACTED
+from storage.schema import digests, events, memory, sessions, summary_runs, summary_windows
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
+from tests.fakes.transcript_summarizer import TranscriptSummarizer
 
 ROOT = "1700000600.000100"
 SECRET = "my email is u2@example.com and my card is 4111 1111 1111 1111"
@@ -74,24 +77,21 @@ async def _two_speaker_thread(slack: FakeSlackApi, start_bot: StartBot) -> tuple
     db = bot.services.db
     record = await db.threads.get(ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT))
     assert record is not None and record.user_id == "U1"
-    job = DigestJob(
-        db=db, summarizer=summaries, client=bot.services.client,
-        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
-    )  # fmt: skip
-    [digest] = await job.run_once()
+    [digest] = await bot.digest_job().run_once()
     assert digest.outcome == "posted", digest.problems
     pages = sorted(slack.messages["CLEAD"], key=float)
     assert len(pages) == 2 and "u2@example.com" in json.dumps(slack.messages["CLEAD"])
     return db, pages
 
 
-def _settings(tmp_path: Path, slack: FakeSlackApi) -> Settings:
+def _settings(tmp_path: Path, slack: FakeSlackApi, **values: Any) -> Settings:
     return Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
         slack_bot_token="xoxb-test",
         slack_api_url=slack.url,
         support_lead_channel="CLEAD",
         _env_file=None,
+        **values,
     )
 
 
@@ -129,3 +129,103 @@ async def test_forget_refuses_to_race_a_running_bot_on_sqlite(
     assert out.getvalue().startswith("Refused: a bot is running on")
     assert "u2@example.com" in await _stored_text(db)
     assert slack.calls_to("chat.delete") == []
+
+
+async def _derived(db: Any, session_id: str) -> dict[str, int]:
+    """What is stored about `session_id` besides its events: compaction summaries,
+    window records, memory, summary runs and digests."""
+    async with db.engine.connect() as conn:
+
+        async def count(table: sa.Table, *where: Any) -> int:
+            query = sa.select(sa.func.count()).select_from(table).where(*where)
+            return int((await conn.execute(query)).scalar_one())
+
+        pk = sa.select(sessions.c.pk).where(sessions.c.session_id == session_id)
+        return {
+            "compactions": await count(
+                events, events.c.session_pk.in_(pk), events.c.author == COMPACTION_AUTHOR
+            ),
+            "windows": await count(summary_windows, summary_windows.c.session_id == session_id),
+            "memory": await count(memory, memory.c.session_id == session_id),
+            "summary_runs": await count(summary_runs, summary_runs.c.session_id == session_id),
+            "digests": await count(digests, digests.c.source_session_id == session_id),
+        }
+
+
+async def test_forget_clears_what_quotes_a_speaker_in_another_users_session_and_its_handoff(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    """U2 speaks once in U1's thread, which compacts twice, writes window records, gets a
+    digest (memory, summary runs) and is then handed to an agent: forgetting U2 leaves none
+    of what was derived from that session, redacts the hand-off record, and the session
+    loads whole again (no compaction pointer hides its first turns)."""
+    settings = _settings(
+        tmp_path, slack, summary_mode="incremental", compaction_interval=2, model="openai/scripted"
+    )
+    model = ScriptedModel([f"Answer {n}." for n in range(5)])
+    compaction = ScriptedModel([f"Summary {n}: U2 wrote u2@example.com." for n in range(4)])
+    summaries = TranscriptSummarizer()
+    models = Models(
+        main=model, summary=summaries, compaction=compaction, factory=lambda _: model, label="t"
+    )
+    limit = work_limit(settings)
+    bot = await start_bot(
+        support_tree(model),
+        summarizer=build_summarizer(settings, database, models),
+        compaction_model=compaction,
+        after_invocation=window_hooks(settings, database, models, limit),
+        limit=limit,
+        compaction_interval=2,
+        summary_mode="incremental",
+        support_lead_channel="CLEAD",
+    )
+    speakers = ["U1", "U2", "U1", "U1", "U1"]
+    for turn, user in enumerate(speakers):
+        text = SECRET if user == "U2" else f"order 4411, question {turn}"
+        ts = ROOT if turn == 0 else f"1700000600.{turn + 200:06d}"
+        thread_ts = None if turn == 0 else ROOT
+        await bot.send_event(
+            channel_message(text, ts=ts, user=user, thread_ts=thread_ts, mention=turn == 0)
+        )
+        await bot.idle()
+        await bot.services.runner.drain()
+    key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)
+    thread = await database.threads.get(key)
+    assert thread is not None and thread.user_id == "U1"
+    source = thread.session_id
+    [digest] = await bot.digest_job().run_once()
+    assert digest.outcome == "posted", digest.problems
+    link = f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}"
+    await bot.send_command("/handoff", f"{link} billing_agent")
+    await bot.idle()
+    handed = await database.threads.get(key)
+    assert handed is not None and handed.session_id != source
+    before = await _derived(database, source)
+    assert before["compactions"] >= 2 and before["windows"] >= 1
+    assert before["memory"] >= 1 and before["summary_runs"] >= 1 and before["digests"] == 1
+    [record] = (await _session(database, handed)).events
+    assert "u2@example.com" in record.text
+
+    out = io.StringIO()
+    assert await forget(settings, out, "U2") == 0
+    assert await _derived(database, source) == dict.fromkeys(before, 0)
+    assert "u2@example.com" not in await _stored_text(database)
+    assert "Redacted 1 hand-off records" in out.getvalue()
+    # The record still routes the thread to its agent, without its text.
+    [redacted] = (await _session(database, handed)).events
+    assert redacted.text == HANDOFF_REDACTED
+    assert redacted.actions.transfer_to_agent == "billing_agent"
+    # The source session loads from its first message again.
+    loaded = await _session(database, thread)
+    assert [e.text for e in loaded.events if e.author == "user"][:1] == ["order 4411, question 0"]
+    assert slack.messages["CLEAD"] == {}
+
+
+async def _session(db: Any, thread: Any) -> Any:
+    """The thread's session as the runner loads it (from its latest compaction on)."""
+    return await db.sessions.get_session(
+        app_name=thread.app_name,
+        user_id=thread.user_id,
+        session_id=thread.session_id,
+        since_compaction=True,
+    )

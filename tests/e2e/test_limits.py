@@ -4,6 +4,7 @@ and one shared slot count for replies, commands and digests, replies first."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,6 +20,7 @@ from storage.schema import inflight
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm
 from tests.e2e.replies import shown
+from tests.e2e.test_commands import LINK, RECORD, ROOT, _thread_with_history
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -185,3 +187,118 @@ async def test_limits_acks_go_first_while_the_event_loop_is_behind(
         texts = [shown(m) for m in slack.thread(f"D{n}", ts) if m.get("bot_id")]
         assert sum(t.startswith("answer ") for t in texts) == 1, texts
     assert await inflight_rows(bot.services.db) == 0
+
+
+async def test_limits_handoff_shortcut_and_submission_over_rate_are_told_busy(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    bot = await start_bot(
+        support_tree(ScriptedModel([])), user_rate_burst=1, user_rate_per_minute=1
+    )
+    ts = "1700000600.000100"
+    for _ in range(2):
+        payload = bot.message_shortcut("handoff_thread", channel="C1", ts=ts, thread_ts=ts)
+        assert (await bot.send_payload(payload)).status == 200
+    await bot.idle()
+    # The first opened its modal; the second was answered, not dropped.
+    assert len(slack.calls_to("views.open")) == 1
+    [busy] = slack.calls_to("response_url")
+    assert busy["text"] == BUSY_TEXT and busy["response_type"] == "ephemeral"
+    # A submission over the rate hands nothing off and says so.
+    meta = json.dumps({"team": "T1", "channel": "C1", "thread_ts": ts})
+    submission = bot.handoff_submission(user="U1", private_metadata=meta, person="U2")
+    assert (await bot.send_payload(submission)).status == 200
+    await bot.idle()
+    [told] = slack.calls_to("chat.postEphemeral")
+    assert (told["user"], told["text"]) == ("U1", BUSY_TEXT)
+    assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_limits_compactions_wait_for_the_shared_slot_count(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    users = 5
+    model = ScriptedModel([f"answer {n}" for n in range(users)])
+    compaction = ScriptedModel(["The user asked for help."] * users)
+    running = peak = 0
+    release = asyncio.Event()
+    summarise = compaction.generate
+
+    async def counted(request: LlmRequest) -> Any:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await release.wait()
+            return await summarise(request)
+        finally:
+            running -= 1
+
+    compaction.generate = counted  # type: ignore[method-assign]
+    bot = await start_bot(
+        support_tree(model),
+        compaction_model=compaction,
+        compaction_interval=1,
+        max_concurrent_invocations=2,
+    )
+    for n in range(users):
+        await bot.send_event(dm("help", ts=f"1700000700.00010{n}", user=f"U{n}", channel=f"D{n}"))
+    await bot.idle()
+    # Every reply went out; the compactions they scheduled wait for the two slots.
+    assert len(model.requests) == users
+    await asyncio.sleep(0.3)
+    assert (running, peak) == (2, 2)
+    release.set()
+    await bot.services.runner.drain()
+    assert (len(compaction.requests), peak) == (users, 2)
+
+
+class CountingSummarizer:
+    """The bot's summariser, held at a gate, counting the summaries running at once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.running = self.peak = self.started = 0
+        self.release = asyncio.Event()
+
+    async def summarize(self, session: Any) -> Any:
+        self.running += 1
+        self.started += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await self.release.wait()
+            return await self.inner.summarize(session)
+        finally:
+            self.running -= 1
+
+
+async def test_limits_many_summary_commands_run_two_at_a_time_and_each_is_answered(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    commands = 8
+    bot = await _thread_with_history(
+        slack,
+        start_bot,
+        [json.dumps(RECORD)] * 6,
+        max_concurrent_invocations=2,
+        user_rate_burst=6,
+    )
+    summaries = bot.services.summarizer = CountingSummarizer(bot.services.summarizer)
+    acks = await asyncio.gather(*(bot.send_command("/summary", LINK) for _ in range(commands)))
+    shortcut = bot.message_shortcut(
+        "summarize_thread", channel="C1", ts=ROOT, thread_ts=ROOT, user="U2"
+    )
+    await bot.send_payload(shortcut)
+    await asyncio.sleep(0.3)
+    # U1's first message took one of the six tokens: five commands and U2's shortcut wait
+    # for the two slots, U1's other commands were told busy in their acks.
+    texts = [await ack.text() for ack in acks]
+    assert sum(BUSY_TEXT in t for t in texts) == commands - 5
+    assert sum("Summarising" in t for t in texts) == 5
+    assert (summaries.running, summaries.peak) == (2, 2)
+    summaries.release.set()
+    await bot.idle()
+    assert (summaries.started, summaries.peak) == (6, 2)
+    # Every admitted command, and the shortcut, got its summary.
+    replies = [c["text"] for c in slack.calls_to("response_url")]
+    assert len(replies) == 6 and all("order 4411" in t for t in replies)

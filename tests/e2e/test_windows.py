@@ -25,7 +25,6 @@ from agents.events import Event
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.record import HandoffRecord
 from bot.config import Settings
-from bot.digests.job import DigestJob
 from bot.ops.commands import forget
 from bot.slack.permalinks import ThreadLinks
 from bot.threads.admission import Priority
@@ -126,15 +125,8 @@ async def _session(bot: BotHarness) -> Any:
     )
 
 
-def _job(bot: BotHarness) -> DigestJob:
-    return DigestJob(
-        db=bot.services.db, summarizer=bot.services.summarizer, client=bot.services.client,
-        lead_channel="CLEAD", idle_after=0, owner=bot.services.owner,
-    )  # fmt: skip
-
-
 async def _digest(bot: BotHarness) -> Any:
-    [outcome] = await _job(bot).run_once()
+    [outcome] = await bot.digest_job().run_once()
     return outcome
 
 
@@ -208,7 +200,7 @@ async def test_a_window_failing_twice_is_a_named_gap_linked_to_its_messages(
         # Stored, then the post failed: the next pass re-posts the stored digest, gaps
         # named as the first post would have.
         slack.fail("chat.postMessage", times=10)
-        assert await _job(bot).run_once() == []
+        assert await bot.digest_job().run_once() == []
         assert len(await database.digests.list_recent()) == 1
     digest = await _digest(bot)
     assert digest.outcome == "posted", digest.problems
@@ -254,7 +246,7 @@ async def test_a_goodbye_without_values_costs_no_call_and_the_digest_links_it(
 
     if first_post_fails:
         slack.fail("chat.postMessage", times=10)
-        assert await _job(bot).run_once() == []
+        assert await bot.digest_job().run_once() == []
     digest = await _digest(bot)
     assert digest.outcome == "posted", digest.problems
     assert len(summaries.transcripts) == 4  # the goodbye was never summarised

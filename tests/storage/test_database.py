@@ -8,12 +8,13 @@ import pytest
 import sqlalchemy as sa
 
 from agents.events import Event, EventActions, Part
+from agents.sessions.session import Session
 from agents.summary.windows import StoredWindow, span_of
 from storage import Database, DatabaseUnavailableError
 from storage.delivery.inflight import InflightKey
 from storage.feedback import FeedbackClick
 from storage.schema import metadata
-from storage.threads import ThreadKey
+from storage.threads import ThreadKey, ThreadRecord
 from tests.storage.test_records import Run
 
 USER = "U0FORGETME"
@@ -138,3 +139,53 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
     assert kept is not None and len(kept.events) == 2
     assert kept.state == {"user:lang": "en", "user:seen": True, "app:count": 1}
     assert (await db.forget_user(USER)).counts == dict.fromkeys(counts, 0)
+
+
+async def test_database_forget_user_redacts_hand_off_records_made_from_their_words(
+    db: Database,
+) -> None:
+    from bot.threads.handoff import hand_to_agent
+    from storage.forget import HANDOFF_REDACTED, SPEAKER_ID
+
+    async def thread(tag: str) -> tuple[ThreadRecord, Session]:
+        """KEEP's thread in which USER spoke once."""
+        key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=f"{tag}.1")
+        record = await db.threads.create(
+            key, session_id=f"{tag}-s1", app_name="app", user_id=KEEP, empty_session=True, now=1.0
+        )
+        session = await db.sessions.of_thread(record)
+        assert session is not None
+        said = Event(author="user", parts=(Part(text=f"{tag}: my card is 4111"),))
+        speaker = USER if tag == "spoken" else KEEP
+        await db.sessions.append_event(session, said.with_metadata(**{SPEAKER_ID: speaker}))
+        return record, session
+
+    async def hand_on(record: ThreadRecord, session: Session, text: str) -> str:
+        new_id = await hand_to_agent(db, record, session, "billing_agent", text)
+        fresh = await db.threads.get(record.key)
+        assert fresh is not None and fresh.session_id == new_id
+        return new_id
+
+    async def record_text(session_id: str) -> str:
+        session = await db.sessions.get_session(app_name="app", user_id=KEEP, session_id=session_id)
+        assert session is not None
+        return session.events[0].text
+
+    spoken, source = await thread("spoken")
+    # Handed off twice: the second record quotes the first, and the thread's row now
+    # names only the second hand-off's source.
+    first = await hand_on(spoken, source, "Handed off: 'spoken: my card is 4111'")
+    first_record = await db.threads.get(spoken.key)
+    assert first_record is not None
+    first_session = await db.sessions.of_thread(first_record)
+    assert first_session is not None
+    second = await hand_on(first_record, first_session, "Handed off again: card 4111")
+    other, other_source = await thread("other")
+    untouched = await hand_on(other, other_source, "Handed off: 'other: my card is 4111'")
+
+    report = await db.forget_user(USER)
+
+    assert report.redacted_handoffs == 2
+    assert await record_text(first) == HANDOFF_REDACTED
+    assert await record_text(second) == HANDOFF_REDACTED
+    assert await record_text(untouched) == "Handed off: 'other: my card is 4111'"
