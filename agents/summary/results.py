@@ -24,6 +24,7 @@ class Attempt:
     citations: int = 0
     valid_citations: int = 0
     completed_items: int = 0
+    quoted_items: int = 0
     grounded_items: int = 0
     withheld_items: int = 0
 

@@ -196,6 +196,7 @@ class SummaryService:
             checked,
             usage,
             completed=repaired.completed,
+            quoted=repaired.quoted,
             grounded=repaired.grounded,
             withheld=repaired.withheld,
         )
@@ -292,6 +293,7 @@ def _attempt_log(
     usage: Usage,
     *,
     completed: int = 0,
+    quoted: int = 0,
     grounded: int = 0,
     withheld: int = 0,
 ) -> Attempt:
@@ -308,6 +310,7 @@ def _attempt_log(
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
         completed_items=completed,
+        quoted_items=quoted,
         grounded_items=grounded,
         withheld_items=withheld,
     )

@@ -67,6 +67,7 @@ class ConversationScore:
     valid_citations: int
     relevance_failures: int
     completed_items: int
+    quoted_items: int
     grounded_items: int
     withheld_items: int
     cut_off: int
@@ -93,7 +94,7 @@ def outcome_line(outcome: ConversationScore, *, problems: bool = False) -> str:
         f"{outcome.conversation_id}: {verdict} attempts={outcome.attempts}"
         f" recall={outcome.recalled_high_value}/{outcome.expected_high_value}"
         f" relevance_failures={outcome.relevance_failures} completed={outcome.completed_items}"
-        f" grounded={outcome.grounded_items}"
+        f" quoted={outcome.quoted_items} grounded={outcome.grounded_items}"
         f" {outcome.latency_s:.1f}s{seed}"
     ) + "".join(f"\n    {p}" for p in (outcome.problems[:12] if problems else ()))
 
@@ -180,7 +181,9 @@ class EvalReport:
             f"  mean sources per item: {self.mean_sources_per_item:.2f}",
             f"  relevance failures caught: {sum(o.relevance_failures for o in self.outcomes)}",
             "  items written by the completion pass: "
-            f"{sum(o.completed_items for o in self.outcomes)}",
+            f"{sum(o.completed_items for o in self.outcomes)};"
+            " values quoted from their events by code: "
+            f"{sum(o.quoted_items for o in self.outcomes)}",
             "  items whose citations the system grounded: "
             f"{sum(o.grounded_items for o in self.outcomes)};"
             " items dropped for restating a masked secret: "
@@ -260,6 +263,7 @@ def score(
         valid_citations=sum(a.valid_citations for a in log),
         relevance_failures=sum(a.relevance_failures for a in log),
         completed_items=sum(a.completed_items for a in log),
+        quoted_items=sum(a.quoted_items for a in log),
         grounded_items=sum(a.grounded_items for a in log),
         withheld_items=sum(a.withheld_items for a in log),
         cut_off=sum(a.cut_off for a in log),

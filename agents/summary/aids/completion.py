@@ -11,8 +11,14 @@ The model writes every fact; the system chooses only which event each request is
 and which values it should state. A missed promise is not restated by the model at all:
 it is recorded as the agent's own sentence, quoted, citing its event, because a small
 model restating "your payment was $2787, you will receive a refund of $2580" swaps the
-amounts. Completed items go through the same validator as the draft, and they are
-counted, so an evaluation can say how much the pass contributed.
+amounts. A value still missing after those calls (the completer left it out, its call
+failed, or the draft missed more than `MAX_GAPS` lines) is quoted the same way: the
+sentences of its event that hold it, or for a tool's payload the values themselves,
+citing that event (`quoted_items`). On the embedded model a value-dense window (a
+tau-bench airline thread: 16 to 30 ids, dates and prices) otherwise failed for one dropped
+gift-card id and lost all of its values to a gap. Completed and quoted items go through the
+same validator as the draft (the claims check labels a quote from the customer as the
+customer's), and they are counted, so an evaluation can say how much each contributed.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from agents.models.base import GenerateConfig, Model
 from agents.summary.agent import AnswerAgent
 from agents.summary.aids.checklist import demanded_values, excerpt, group_values
 from agents.summary.call import Ask
-from agents.summary.checks.coverage import find_promises, promise_covered
+from agents.summary.checks.coverage import find_promises, promise_covered, sentences
 from agents.summary.entities import Entity, as_entity, mask_text, mentions
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
@@ -37,6 +43,8 @@ MAX_GAPS = 16
 VALUES_PER_ITEM = 2  # more, and the small model pairs values with the wrong things
 ITEM_CHARS = 60  # per value, and once more for the sentence around them
 MAX_LINE_CHARS = 1500
+MAX_QUOTE_CHARS = 300
+"""A quote longer than this lists its values instead: the lead follows the citation."""
 COMPLETER_NAME = "summary_completer"
 
 INSTRUCTION = """You write one item of a support handoff record.
@@ -58,11 +66,13 @@ class Gap:
 
 @dataclass(frozen=True)
 class Completed:
-    """The completed record, the items added, and the usage of the calls."""
+    """The completed record, the items the model wrote, the items quoted by code, and
+    the usage of the calls."""
 
     record: HandoffRecord
     added: int
     usage: Usage
+    quoted: int = 0
 
 
 def find_gaps(
@@ -178,10 +188,49 @@ async def complete_record(
         ):
             continue
         added.setdefault(gap.section, []).append(Item(text=written, sources=[gap.event_id]))
-    if not added:
-        return Completed(record, 0, usage)
-    update = {section: [*getattr(record, section), *items] for section, items in added.items()}
-    return Completed(record.model_copy(update=update), sum(len(v) for v in added.values()), usage)
+    if added:
+        update = {section: [*getattr(record, section), *items] for section, items in added.items()}
+        record = record.model_copy(update=update)
+    quoted = quoted_items(record, events, entities, visible=rendered.text)
+    if quoted:
+        record = record.model_copy(update={"facts": [*record.facts, *quoted]})
+    return Completed(record, sum(len(v) for v in added.values()), usage, quoted=len(quoted))
+
+
+def quoted_items(
+    record: HandoffRecord, events: list[Event], entities: list[Entity], *, visible: str | None
+) -> list[Item]:
+    """A fact for each group of demanded values `record` still does not mention, written
+    by code: who said them and the sentences that hold them, quoted (secrets masked), or
+    for a tool's payload, or a quote over `MAX_QUOTE_CHARS`, the values themselves; each
+    cites the one event that holds its values (`group_values`)."""
+    text = record.all_text()
+    missing = [v for v in demanded_values(entities, visible) if not mentions(text, v)]
+    if not missing:
+        return []
+    by_id = {event.id: event for event in events}
+    items: list[Item] = []
+    for group in group_values(events, missing):
+        event = by_id[group.event_id]
+        items.append(Item(text=_quote(event, group.values, entities), sources=[event.id]))
+    return items
+
+
+def _quote(event: Event, values: tuple[str, ...], entities: list[Entity]) -> str:
+    held = [as_entity(v) for v in values]
+    if event.function_calls or event.function_responses:
+        call = event.function_calls[0] if event.function_calls else None
+        name = call.name if call else event.function_responses[0].name
+        what = "the call of" if call else "the result of"
+        return f"{what.capitalize()} {name} holds {', '.join(values)}."
+    said = " ".join(
+        s.strip() for s in sentences(event.text) if any(mentions(s, value) for value in held)
+    )
+    said = mask_text(said, entities).replace('"', "'").replace("\n", " ")
+    who = "The customer" if event.author == "user" else event.author
+    if not said or len(said) > MAX_QUOTE_CHARS or not all(mentions(said, v) for v in held):
+        return f"{who} gave {', '.join(values)}."
+    return f'{who} said: "{said}"'
 
 
 def _item_text(raw: str) -> str | None:

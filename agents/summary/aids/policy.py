@@ -5,8 +5,8 @@ values, cites the neighbouring turn and loops. `SmallModelAids` says which of th
 one model gets (the bot decides per model):
 
 - `checklist`: the values and promises the validator will demand follow the transcript;
-- `complete_coverage`: after the draft, one short call per checklist line it missed
-  (`agents.summary.aids.completion`);
+- `complete_coverage`: after the draft, one short call per checklist line it missed,
+  and a quote of its event for any value still missing (`agents.summary.aids.completion`);
 - `ground_citations`: value-bearing items are pointed at the events that hold their
   values, and items that only restate a masked secret are dropped
   (`agents.summary.aids.grounding`);
@@ -32,11 +32,12 @@ from agents.summary.transcript import RenderedTranscript
 
 @dataclass(frozen=True)
 class Repaired:
-    """A draft after the repairs: the record, items completed, grounded and withheld, and
-    the usage of the completion calls."""
+    """A draft after the repairs: the record, items completed (by the model) and quoted
+    (by code), grounded and withheld, and the usage of the completion calls."""
 
     record: HandoffRecord
     completed: int = 0
+    quoted: int = 0
     grounded: int = 0
     withheld: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -79,7 +80,9 @@ class SmallModelAids:
             done = await complete_record(
                 ask, model, record, events, rendered, entities, config=config
             )
-            repaired = Repaired(done.record, completed=done.added, usage=done.usage)
+            repaired = Repaired(
+                done.record, completed=done.added, quoted=done.quoted, usage=done.usage
+            )
         if self.ground_citations:
             grounded = ground_citations(
                 repaired.record, events, extractor=extractor, entities=entities
@@ -87,6 +90,7 @@ class SmallModelAids:
             repaired = Repaired(
                 grounded.record,
                 completed=repaired.completed,
+                quoted=repaired.quoted,
                 grounded=grounded.corrected_items,
                 withheld=grounded.withheld_items,
                 usage=repaired.usage,
