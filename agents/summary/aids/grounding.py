@@ -14,11 +14,13 @@ source only when that source mentions every value the item states, so an agent t
 that merely names the same order cannot make the user's claim read as the agent's.
 
 Grounding never invents support: an item keeps its model citations, and fails
-validation as before, when it cites an id that does not exist, when any of its values
-appears in no event, when covering them would need more than `max_sources` events, or
-when it carries no values at all (its support is judged by content words, which cannot
-be located exactly). Every rewrite is counted, so an evaluation can say how many
-citations the system corrected.
+validation as before, when any of its values appears in no event, when covering them
+would need more than `max_sources` events, or when it carries no values at all (its
+support is judged by content words, which cannot be located exactly). A cited id that is
+not in the transcript (a window's record copying the worked example's ids) is replaced
+only when the item's values can all be located; it counts as a user's source, so only an
+agent event stating every value, or the user's own event, may stand in for it. Every
+rewrite is counted, so an evaluation can say how many citations the system corrected.
 
 Items that only restate a masked secret ("the PIN is ••••", no other value) are dropped
 and counted: the transcript the model reads has secrets masked, so they say nothing.
@@ -73,16 +75,20 @@ def ground_item(
     (or needs no change). `agent_ids` are the events agents and tools wrote: a cited
     user-derived event is never removed, and an item that cites one gains an agent
     source only when that source mentions every value the item states."""
-    if not values or any(s not in content for s in item.sources):
-        return None  # an invented id is the validator's to report, never silently dropped
-    cited = list(item.sources)
+    if not values:
+        return None
+    cited = [s for s in item.sources if s in content]
+    invented = len(cited) < len(item.sources)
     missing = [v for v in values if not any(mentions(content[s], v) for s in cited)]
-    if not missing:
+    if not missing and not invented:
         return None
     where = {v.value: [i for i, text in content.items() if mentions(text, v)] for v in values}
     if any(not events for events in where.values()):
         return None  # a value no event holds: unsupported, leave it to the validator
-    from_user = any(s not in agent_ids for s in cited)
+    # An id outside the transcript (a window's model copying the worked example's e3, say)
+    # is replaced only by events that hold the item's values, and is taken for a user's
+    # source: an agent source must then state every value the item states.
+    from_user = invented or any(s not in agent_ids for s in cited)
 
     def may_add(event_id: str) -> bool:
         # An agent turn that merely names the same order must not lend a user's claim

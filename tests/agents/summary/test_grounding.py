@@ -93,17 +93,29 @@ def test_grounding_adds_no_agent_turn_that_merely_names_the_same_order() -> None
     assert grounded.record.facts[0].sources == ["e1", "e3"]
 
 
-def test_grounding_never_hides_an_invented_id_or_an_unsupported_value() -> None:
+def test_an_invented_id_is_replaced_only_by_events_that_hold_every_value() -> None:
+    # A window's model copies the worked example's ids: e99 is in no transcript. The
+    # item's values are all located, so its sources become the events that hold them;
+    # the invented id counts as a user's source, so the agent's e3 must state both.
     invented = refund_record(
         facts=[item("Order A-1001 shipped on 2024-09-28", "e1", "e99")],
         open_questions=PASSING["open_questions"],
     )
     problems, grounded = validate(invented, ground=True)
-    assert problems == [
-        "fact 1 cites e99, which is not in the transcript",
-        "fact 1 cites e1, which does not mention 2024-09-28",
-    ]
-    assert grounded == 0
+    assert problems == [] and grounded == 1
+    result, _ = grounded_check(invented)
+    assert result.record is not None and result.record.facts[0].sources == ["e1", "e3"]
+
+    # Without values nothing can be located: the invented id is reported, not hidden.
+    unlocated = refund_record(
+        facts=[item("The customer was unhappy about the delay", "e99")],
+        open_questions=PASSING["open_questions"],
+    )
+    problems, grounded = validate(unlocated, ground=True)
+    assert "fact 1 cites e99, which is not in the transcript" in problems and grounded == 0
+
+
+def test_grounding_never_hides_an_unsupported_value() -> None:
 
     nowhere = refund_record(
         facts=[item("A refund of $99.00 was issued for A-1001", "e2")],
