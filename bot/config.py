@@ -54,7 +54,8 @@ class Settings(BaseSettings):
     )
     summary_ground_citations: bool = Field(
         default=True,
-        description="Point summary items that carry identifiers at the events holding them.",
+        description="Point summary items that carry identifiers at the events holding them, "
+        "and drop items copied from the summary instruction's worked example.",
     )
     tool_decision: ToolDecision = Field(
         default="auto",

@@ -23,6 +23,7 @@ class Attempt:
     items: int = 0
     citations: int = 0
     valid_citations: int = 0
+    copied_items: int = 0
     completed_items: int = 0
     quoted_items: int = 0
     grounded_items: int = 0

@@ -195,6 +195,7 @@ class SummaryService:
         return checked, _attempt_log(
             checked,
             usage,
+            copied=repaired.copied,
             completed=repaired.completed,
             quoted=repaired.quoted,
             grounded=repaired.grounded,
@@ -292,6 +293,7 @@ def _attempt_log(
     checked: ValidationResult,
     usage: Usage,
     *,
+    copied: int = 0,
     completed: int = 0,
     quoted: int = 0,
     grounded: int = 0,
@@ -309,6 +311,7 @@ def _attempt_log(
         items=len(items),
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
+        copied_items=copied,
         completed_items=completed,
         quoted_items=quoted,
         grounded_items=grounded,

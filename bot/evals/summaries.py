@@ -66,6 +66,7 @@ class ConversationScore:
     citations: int
     valid_citations: int
     relevance_failures: int
+    copied_items: int
     completed_items: int
     quoted_items: int
     grounded_items: int
@@ -95,6 +96,7 @@ def outcome_line(outcome: ConversationScore, *, problems: bool = False) -> str:
         f" recall={outcome.recalled_high_value}/{outcome.expected_high_value}"
         f" relevance_failures={outcome.relevance_failures} completed={outcome.completed_items}"
         f" quoted={outcome.quoted_items} grounded={outcome.grounded_items}"
+        f" example_copies={outcome.copied_items}"
         f" {outcome.latency_s:.1f}s{seed}"
     ) + "".join(f"\n    {p}" for p in (outcome.problems[:12] if problems else ()))
 
@@ -187,7 +189,9 @@ class EvalReport:
             "  items whose citations the system grounded: "
             f"{sum(o.grounded_items for o in self.outcomes)};"
             " items dropped for restating a masked secret: "
-            f"{sum(o.withheld_items for o in self.outcomes)}",
+            f"{sum(o.withheld_items for o in self.outcomes)};"
+            " items dropped as copies of the worked example: "
+            f"{sum(o.copied_items for o in self.outcomes)}",
             f"  cut-off answers: {sum(o.cut_off for o in self.outcomes)};"
             f" looping answers: {sum(o.looped for o in self.outcomes)}",
             f"  seconds per summary (median): {self.seconds_per_summary:.2f}",
@@ -264,6 +268,7 @@ def score(
         relevance_failures=sum(a.relevance_failures for a in log),
         completed_items=sum(a.completed_items for a in log),
         quoted_items=sum(a.quoted_items for a in log),
+        copied_items=sum(a.copied_items for a in log),
         grounded_items=sum(a.grounded_items for a in log),
         withheld_items=sum(a.withheld_items for a in log),
         cut_off=sum(a.cut_off for a in log),

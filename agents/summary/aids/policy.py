@@ -7,8 +7,9 @@ one model gets (the bot decides per model):
 - `checklist`: the values and promises the validator will demand follow the transcript;
 - `complete_coverage`: after the draft, one short call per checklist line it missed,
   and a quote of its event for any value still missing (`agents.summary.aids.completion`);
-- `ground_citations`: value-bearing items are pointed at the events that hold their
-  values, and items that only restate a masked secret are dropped
+- `ground_citations`: items copied from the instruction's worked example are dropped
+  (`agents.summary.aids.example_copies`), value-bearing items are pointed at the events
+  that hold their values, and items that only restate a masked secret are dropped
   (`agents.summary.aids.grounding`);
 - `repetition_penalty`: damps repeats in models that loop.
 
@@ -23,6 +24,7 @@ from agents.events import Event, Usage
 from agents.models.base import GenerateConfig, Model
 from agents.summary.aids.checklist import Checklist, build_checklist
 from agents.summary.aids.completion import complete_record
+from agents.summary.aids.example_copies import without_example_copies
 from agents.summary.aids.grounding import ground_citations
 from agents.summary.call import Ask
 from agents.summary.entities import Entity, EntityExtractor
@@ -32,10 +34,12 @@ from agents.summary.transcript import RenderedTranscript
 
 @dataclass(frozen=True)
 class Repaired:
-    """A draft after the repairs: the record, items completed (by the model) and quoted
-    (by code), grounded and withheld, and the usage of the completion calls."""
+    """A draft after the repairs: the record, items dropped as copies of the worked
+    example, completed (by the model) and quoted (by code), grounded and withheld, and
+    the usage of the completion calls."""
 
     record: HandoffRecord
+    copied: int = 0
     completed: int = 0
     quoted: int = 0
     grounded: int = 0
@@ -74,14 +78,23 @@ class SmallModelAids:
     ) -> Repaired:
         """The draft with its gaps filled and its citations grounded, as switched on; a
         new record, the draft itself is left as it is."""
-        repaired = Repaired(record)
+        copied = 0
+        if self.ground_citations:
+            # Before completion, so what the copies displaced is asked for or quoted.
+            uncopied = without_example_copies(record, events, extractor)
+            record, copied = uncopied.record, uncopied.dropped
+        repaired = Repaired(record, copied=copied)
         if self.complete_coverage:
             config = GenerateConfig(temperature=0.0, repetition_penalty=self.repetition_penalty)
             done = await complete_record(
                 ask, model, record, events, rendered, entities, config=config
             )
             repaired = Repaired(
-                done.record, completed=done.added, quoted=done.quoted, usage=done.usage
+                done.record,
+                copied=copied,
+                completed=done.added,
+                quoted=done.quoted,
+                usage=done.usage,
             )
         if self.ground_citations:
             grounded = ground_citations(
@@ -89,6 +102,7 @@ class SmallModelAids:
             )
             repaired = Repaired(
                 grounded.record,
+                copied=repaired.copied,
                 completed=repaired.completed,
                 quoted=repaired.quoted,
                 grounded=grounded.corrected_items,

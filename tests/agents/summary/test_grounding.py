@@ -6,17 +6,23 @@ import json
 from dataclasses import replace
 
 from agents.events import Event
+from agents.models.scripted import ScriptedModel, json_text
+from agents.sessions.service import InMemorySessionService
 from agents.summary.aids.checklist import build_checklist, checklist, group_values
+from agents.summary.aids.example_copies import without_example_copies
 from agents.summary.aids.grounding import Grounded, ground_citations
+from agents.summary.aids.policy import SmallModelAids
 from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.entities import EntityExtractor
 from agents.summary.record import HandoffRecord
+from agents.summary.service import Summary, SummaryService
 from agents.summary.transcript import render_transcript
 from bot.evals.dataset import numbered
 from tests.agents.summary.conftest import (
     agent,
     handoff,
     item,
+    make_session,
     refund_events,
     refund_record,
     user,
@@ -234,3 +240,34 @@ def test_checklist_masks_secrets_in_quoted_promises_and_excerpts() -> None:
     text = checklist(events, entities)
     assert "4821" not in text
     assert "••••" in text and "A-1001" in text
+
+
+async def test_an_item_copied_from_the_worked_example_is_dropped_and_counted() -> None:
+    # The embedded model's whole-thread record of a tau-bench airline thread carried the
+    # example's commitment ("Q-5512 ... ships within two days", citing e4) and failed twice.
+    copied = refund_record(
+        commitments=[
+            item("I've issued a refund of $12.50 for the shipping fee on A-1001", "e7"),
+            item("A replacement for Q-5512 was issued and ships within two days", "e4"),
+        ],
+        open_questions=PASSING["open_questions"],
+    )
+    model = ScriptedModel([json_text(copied)])
+    result = await SummaryService(model, aids=SmallModelAids(ground_citations=True)).summarize(
+        await make_session(InMemorySessionService(), refund_events())
+    )
+    assert isinstance(result, Summary) and result.attempts == 1
+    assert result.attempt_log[0].copied_items == 1
+    assert [c.text for c in result.record.commitments] == [
+        "I've issued a refund of $12.50 for the shipping fee on A-1001"
+    ]
+    model.assert_complete()
+
+
+def test_an_example_value_the_thread_itself_holds_is_kept() -> None:
+    events = numbered([user("My order Q-5512 is late."), agent("Q-5512 ships tomorrow.")])
+    record = HandoffRecord.model_validate(
+        handoff("Find order Q-5512", facts=[item("Order Q-5512 ships tomorrow", "e2")])
+    )
+    kept = without_example_copies(record, events, EntityExtractor())
+    assert kept.dropped == 0 and kept.record == record
