@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     )
     summary_model: str | None = None
     summary_mode: SummaryMode = Field(
-        default="whole",
+        default="incremental",
         description="`whole`: one summary of the whole thread when one is needed; "
         "`incremental`: a validated record per window of at least COMPACTION_INTERVAL "
         "invocations that holds a value (at most twice that without one), written as the "

@@ -101,7 +101,7 @@ def test_output_caps_come_from_settings() -> None:
     assert root.tools[0].agent.generate_config.max_tokens == 80  # type: ignore[attr-defined]
 
 
-async def test_summary_mode_whole_by_default_incremental_on_request(tmp_path: Path) -> None:
+async def test_summary_mode_incremental_by_default_whole_on_request(tmp_path: Path) -> None:
     from agents.compaction import Compactor
     from agents.summary.incremental import IncrementalSummarizer
     from bot.threads.admission import LimitedHook, Priority
@@ -109,13 +109,13 @@ async def test_summary_mode_whole_by_default_incremental_on_request(tmp_path: Pa
 
     db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
     try:
-        shipped = Settings(_env_file=None)  # type: ignore[call-arg]
-        assert shipped.summary_mode == "whole"
-        assert isinstance(build_summarizer(shipped, db, configured_models(shipped)), SummaryService)
-        [only] = build_runner(shipped, db).after_invocation
+        assert Settings(_env_file=None).summary_mode == "incremental"  # type: ignore[call-arg]
+        whole = Settings(_env_file=None, summary_mode="whole")  # type: ignore[call-arg]
+        assert isinstance(build_summarizer(whole, db, configured_models(whole)), SummaryService)
+        [only] = build_runner(whole, db).after_invocation
         assert isinstance(only, Compactor)
 
-        windows = Settings(_env_file=None, summary_mode="incremental", compaction_interval=4)  # type: ignore[call-arg]
+        windows = Settings(_env_file=None, compaction_interval=4)  # type: ignore[call-arg]
         summarizer = build_summarizer(windows, db, configured_models(windows))
         assert isinstance(summarizer, IncrementalSummarizer)
         assert (summarizer.store, summarizer.interval) == (db.windows, 4)

@@ -6,7 +6,7 @@ A 40-event thread (20 turns, windows of 5 invocations) is summarised window by w
 as it goes; the digest at idle summarises nothing new and posts one merged record. A
 window that fails twice is a named gap linked to its raw messages. `forget --user`
 removes the windows holding the user's events and the next digest rebuilds them.
-A window summary waits for a slot behind every waiting reply. `SUMMARY_MODE=whole` (the
+A window summary waits for a slot behind every waiting reply. `SUMMARY_MODE=whole` (once
 default) summarises the whole thread once, at idle.
 """
 
@@ -300,8 +300,7 @@ async def test_summary_mode_whole_summarises_the_whole_thread_once_at_idle(
     slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
 ) -> None:
     summaries = TranscriptSummarizer()
-    settings = _settings(tmp_path, slack)
-    assert settings.summary_mode == "whole"  # the shipped default
+    settings = _settings(tmp_path, slack, summary_mode="whole")
     bot = await _bot(slack, start_bot, settings, summaries, database)
     session = await _converse(bot, slack)
     assert await database.windows.windows(session.id) == []

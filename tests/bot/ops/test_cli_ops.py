@@ -46,9 +46,9 @@ async def chat_turns(settings: Settings, user: str, *lines: str) -> None:
     await run_chat(settings, user_id=user, interactive=False, out=io.StringIO(), stdin=stdin)
 
 
-# `whole` (the default): /summary, then the digest, each summarise the thread.
-# `incremental`: /summary wrote the thread's window record; the digest found nothing new.
-@pytest.mark.parametrize(("mode", "summaries"), [(None, "2"), ("incremental", "1")])
+# `incremental` (the default): /summary wrote the thread's window record; the digest found
+# nothing new. `whole`: /summary, then the digest, each summarise the thread.
+@pytest.mark.parametrize(("mode", "summaries"), [(None, "1"), ("whole", "2")])
 async def test_stats_reports_stored_usage_transfers_summaries_and_digests(
     tmp_path: Path, server: FakeOpenAIServer, mode: str | None, summaries: str
 ) -> None:
