@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.errors import ModelCallLimitExceeded
 from agents.events import Event
+from agents.history import ContentCache
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.sessions.state import State
@@ -57,6 +58,8 @@ class InvocationContext:
     max_message_chars: int | None = None
     # Reply text streams as partial events (`agents.llm.streaming`).
     streaming: bool = False
+    # Messages built from events for model requests (`agents.history`): the runner's.
+    contents: ContentCache = field(default_factory=ContentCache)
 
     @property
     def app_name(self) -> str:

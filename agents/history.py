@@ -8,7 +8,9 @@ agents' turns are shown as context, never as the model's own messages.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable
+from functools import partial
 
 from agents.events import Event, Part, event_seq, latest_compaction
 from agents.handoff import HANDOFF_AUTHOR
@@ -55,15 +57,60 @@ def clip_message(text: str, limit: int | None) -> str:
     return text[:limit] + CLIP_NOTE.format(dropped=len(text) - limit, total=len(text))
 
 
+class ContentCache:
+    """The messages already built from events (`event_to_content`), kept while each
+    event lives.
+
+    Every model call rebuilds the whole history, so without it a turn of four model
+    calls converted each earlier event of the session up to four times, and every turn
+    again (validating a new message each time): the largest part of the runtime's own
+    time per turn in `bench/vs_adk.py`. An event is immutable, and its message depends
+    only on whether the agent asking wrote it and on the clip limit. Entries are keyed by
+    the event's identity and dropped when it is freed (a weak reference), so a store that
+    loads its events afresh each turn keeps none alive, and an id is never mistaken for a
+    later event's.
+    """
+
+    __slots__ = ("_built",)
+
+    def __init__(self) -> None:
+        self._built: dict[
+            int, tuple[weakref.ref[Event], dict[tuple[bool, int | None], Content | None]]
+        ] = {}
+
+    def content(
+        self, event: Event, agent_name: str, max_message_chars: int | None
+    ) -> Content | None:
+        """`event_to_content(event, agent_name, max_message_chars)`, built once."""
+        key = id(event)
+        entry = self._built.get(key)
+        if entry is None or entry[0]() is not event:
+            entry = (weakref.ref(event, partial(self._forget, key)), {})
+            self._built[key] = entry
+        variant = (event.author == agent_name, max_message_chars)
+        built = entry[1]
+        if variant not in built:
+            built[variant] = event_to_content(event, agent_name, max_message_chars)
+        return built[variant]
+
+    def _forget(self, key: int, _ref: object) -> None:
+        self._built.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+
 def build_contents(
     events: list[Event],
     *,
     agent_name: str,
     branch: str | None,
     max_message_chars: int | None = None,
+    cache: ContentCache | None = None,
 ) -> list[Content]:
     """The `contents` of a model request for `agent_name`, from the whole visible history;
-    each message longer than `max_message_chars` is clipped (`clip_message`)."""
+    each message longer than `max_message_chars` is clipped (`clip_message`). With a
+    `cache`, events converted for an earlier request are not converted again."""
     compaction, tail = apply_compaction(visible_events(events, branch))
     contents: list[Content] = []
     if compaction is not None and compaction.actions.compaction is not None:
@@ -73,9 +120,11 @@ def build_contents(
         contents.append(Content(role="user", parts=(Part(text=SUMMARY_PREFIX + summary),)))
     answered = {r.id for e in tail for r in e.function_responses}
     for event in tail:
-        content = event_to_content(
-            _without_dangling_calls(event, answered), agent_name, max_message_chars
-        )
+        shown = _without_dangling_calls(event, answered)
+        if cache is not None and shown is event:
+            content = cache.content(event, agent_name, max_message_chars)
+        else:
+            content = event_to_content(shown, agent_name, max_message_chars)
         if content is not None:
             contents.append(content)
     return contents

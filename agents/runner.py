@@ -13,6 +13,7 @@ from agents.callbacks import BasePlugin, chain_events
 from agents.context import InvocationContext, ModelCallBudget
 from agents.errors import AgentRuntimeError, SessionStoreError
 from agents.events import Event, Part, interrupted_responses, new_invocation_id
+from agents.history import ContentCache
 from agents.invocation import log_event, persist, run_and_persist
 from agents.llm.agent import LlmAgent
 from agents.metrics import REGISTRY
@@ -79,6 +80,8 @@ class Runner:
         self.max_model_calls = max_model_calls
         self.plugins = tuple(plugins)
         self.max_message_chars = max_message_chars
+        # Model messages built from events, shared by every invocation (`agents.history`).
+        self.contents = ContentCache()
         self._background: set[asyncio.Task[None]] = set()
 
     async def run_async(
@@ -120,6 +123,7 @@ class Runner:
             custom_metadata=dict(custom_metadata or {}),
             max_message_chars=self.max_message_chars,
             streaming=streaming,
+            contents=self.contents,
         )
         user_event = Event(author="user", invocation_id=invocation_id, parts=(Part(text=message),))
         if self.plugins:

@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, SQL
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
+from storage.checkpoints import WalCheckpoints
 from storage.errors import StorageReadError, StorageWriteError
 from storage.sqlite_inline import (
     INLINE_BUSY_TIMEOUT_MS,
@@ -131,6 +132,8 @@ def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
         cursor = dbapi_connection.cursor()
         if not in_memory:
             cursor.execute("PRAGMA journal_mode=WAL")
+            # Checkpoints run on a worker thread, not in a commit (`storage.checkpoints`).
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.execute(f"PRAGMA busy_timeout={INLINE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -248,6 +251,9 @@ class SqlGate:
             # the four a one-statement read took.
             self._read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._sqlite_writer = WriterLock()
+        # A SQLite file's WAL is checkpointed off the event loop (`storage.checkpoints`).
+        file = self.is_sqlite and self._own_writer is not None
+        self.checkpoints = WalCheckpoints(engine.url, self._sqlite_writer.hold) if file else None
         # SQLite file: one reading and one writing connection kept checked out between
         # transactions (see `_connect`).
         self._kept: dict[str, AsyncConnection] | None = (
@@ -256,6 +262,8 @@ class SqlGate:
 
     async def close(self) -> None:
         """Release the writers' own connections (the caller disposes `engine`)."""
+        if self.checkpoints is not None:
+            await self.checkpoints.close()
         for conn in list((self._kept or {}).values()):
             await conn.close()
         self._kept = None
@@ -298,7 +306,10 @@ class SqlGate:
             try:
                 if self.is_sqlite:
                     async with self._sqlite_writer.hold(urgent=urgent):
-                        return await self._write_once(self._write_engine, fn, keep="write")
+                        result = await self._write_once(self._write_engine, fn, keep="write")
+                    if self.checkpoints is not None:
+                        self.checkpoints.wrote()
+                    return result
                 engine = self._urgent_engine if urgent else self._write_engine
                 return await self._write_once(engine, fn)
             except DBAPIError as exc:

@@ -146,6 +146,7 @@ class LlmAgent(BaseAgent):
                 agent_name=self.name,
                 branch=ctx.branch,
                 max_message_chars=ctx.max_message_chars,
+                cache=ctx.contents,
             )
         return LlmRequest(
             model=model.name,

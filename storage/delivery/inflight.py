@@ -153,10 +153,10 @@ class InflightStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
-        self._insert_delivery = (
+        self._insert_delivery = Prepared(
             gate.insert(deliveries).on_conflict_do_nothing().returning(deliveries.c.key)
         )
-        self._insert_row = gate.insert(inflight).on_conflict_do_nothing()
+        self._insert_row = Prepared(gate.insert(inflight).on_conflict_do_nothing())
         self._queue: list[_Pending] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -214,12 +214,24 @@ class InflightStore:
         first: dict[str, _Pending] = {}
         for pending in batch:
             first.setdefault(pending.delivery["key"], pending)  # a repeat in one batch loses
-        # Executed with a list of rows, one statement object serves every batch size
-        # (SQLAlchemy sends them as multi-row INSERTs), instead of compiling per size.
-        inserted = await conn.execute(self._insert_delivery, [p.delivery for p in first.values()])
-        winners = {first[key] for (key,) in inserted}
-        if winners:
-            await conn.execute(self._insert_row, [p.row for p in winners])
+        if self._gate.is_sqlite:
+            # Row by row on the inline connection: each INSERT takes microseconds, while
+            # one multi-row INSERT through SQLAlchemy cost more than the rest of the
+            # batch's transaction (a greenlet, an execution context, its own commit).
+            winners = {
+                p for p in first.values() if await self._insert_delivery.rows(conn, p.delivery)
+            }
+            for p in winners:
+                await self._insert_row.rowcount(conn, p.row)
+        else:
+            # Executed with a list of rows, one statement object serves every batch
+            # size (multi-row INSERTs, one round trip), instead of compiling per size.
+            inserted = await conn.execute(
+                self._insert_delivery.statement, [p.delivery for p in first.values()]
+            )
+            winners = {first[key] for (key,) in inserted}
+            if winners:
+                await conn.execute(self._insert_row.statement, [p.row for p in winners])
         for p in winners:
             if p.keeps_dm_conversation:
                 row = p.row
