@@ -87,6 +87,7 @@ class AgentTool(BaseTool):
             temp_state={k: v for k, v in state.items() if k.startswith(TEMP_PREFIX)},
             plugins=caller.plugins,
             custom_metadata=caller.custom_metadata,
+            max_message_chars=caller.max_message_chars,
             contents=caller.contents,
         )
         final: Event | None = None

@@ -96,3 +96,18 @@ async def test_agent_tool_skip_summarization_ends_turn_with_child_text() -> None
     assert turn[-1] == ("root", "DENIED: over limit.")
     assert len(model.requests) == 2
     model.assert_complete()
+
+
+async def test_agent_tool_child_request_is_clipped_like_the_callers_messages() -> None:
+    checker = LlmAgent(name="policy_checker", description="Policy.")
+    root = LlmAgent(name="root", tools=[AgentTool(checker)])
+    long_request = "May we refund this? " + "x" * 5000
+    model = ScriptedModel(
+        [call("policy_checker", request=long_request), "ALLOWED.", "Yes, allowed."]
+    )
+    conversation = Conversation(root, model, max_message_chars=1000)
+    await conversation.send("refund?")
+    [child_message] = model.requests[1].contents
+    assert len(child_message.text) < 1200
+    assert child_message.text.startswith("May we refund this?")
+    assert "message clipped for the model" in child_message.text
