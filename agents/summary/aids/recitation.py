@@ -9,8 +9,12 @@ does not support it"): the item is right, its citation is the neighbouring turn,
 retry costs a whole model call. Such an item is re-cited to the events of the transcript
 it was given (a window's own events: never outside it) that share its key terms, the
 most specific first (the most terms shared, then the earliest), adding an event only
-while it brings a term the chosen ones lack, at most `max_sources`. An item that no event
-supports is dropped and counted, never reworded.
+while it brings a term the chosen ones lack, at most `max_sources`. An open question is
+re-cited to the earliest such event alone instead: the event sharing the most of a question's
+words is often the agent's answer, and a question citing its answer hides that it was
+answered, where citing where it was raised lets the answered-question check
+(`agents.summary.aids.answered_questions`, then the validator) find the answer after it.
+An item that no event supports is dropped and counted, never reworded.
 
 The same holds for an item without values that cites no event at all, or only ids that
 are not in the transcript. An item citing a source that cannot be judged (too short to
@@ -49,17 +53,21 @@ def supporting_events(
     content: dict[str, str],
     *,
     max_sources: int = MAX_SOURCES,
+    earliest: bool = False,
 ) -> list[str]:
     """The events of `content` (id to text, in transcript order) that share key terms
     with `text`: the one sharing the most first (the earliest of equals), then each that
-    adds a term the chosen ones lack, at most `max_sources`. Empty when none shares one."""
+    adds a term the chosen ones lack, at most `max_sources`; with `earliest`, only the
+    earliest that shares one. Empty when none shares one."""
     terms = key_terms(text)
     shared = {event_id: terms & key_terms(body) for event_id, body in content.items()}
     order = {event_id: index for index, event_id in enumerate(content)}
     ranked = sorted(
         (event_id for event_id, common in shared.items() if common),
-        key=lambda event_id: (-len(shared[event_id]), order[event_id]),
+        key=lambda event_id: (0 if earliest else -len(shared[event_id]), order[event_id]),
     )
+    if earliest:
+        return ranked[:1]
     chosen: list[str] = []
     covered: set[str] = set()
     for event_id in ranked:
@@ -72,11 +80,17 @@ def supporting_events(
 
 
 def recite_item(
-    item: Item, content: dict[str, str], *, max_sources: int = MAX_SOURCES
+    item: Item,
+    content: dict[str, str],
+    *,
+    max_sources: int = MAX_SOURCES,
+    question: bool = False,
 ) -> Item | None:
     """`item` citing the events that support it; `item` itself when its citations
     already pass the validator's content-word test (or cannot be judged); None when
-    no event supports it. For an item without values only."""
+    no event supports it. For an item without values only. An open question
+    (`question`) cites the earliest supporting event alone: where it was raised, so that an
+    answer after them is still found (the most specific is often that answer)."""
     cited = [s for s in item.sources if s in content]
     if cited and len(cited) == len(item.sources):
         if not terms_unsupported(item.text, [content[s] for s in cited]):
@@ -86,7 +100,7 @@ def recite_item(
         return item.model_copy(update={"sources": cited})
     if not key_terms(item.text):
         return item  # no content words to judge by: left to the validator
-    sources = supporting_events(item.text, content, max_sources=max_sources)
+    sources = supporting_events(item.text, content, max_sources=max_sources, earliest=question)
     if not sources:
         return None
     return item.model_copy(update={"sources": sources})
@@ -111,7 +125,9 @@ def recite_unsupported(
             if item_values(item, extractor, entities):
                 items.append(item)
                 continue
-            repaired = recite_item(item, content, max_sources=max_sources)
+            repaired = recite_item(
+                item, content, max_sources=max_sources, question=section == "open_questions"
+            )
             if repaired is None:
                 dropped += 1
                 continue
