@@ -267,3 +267,19 @@ async def test_the_repairs_are_off_with_the_other_grounding_aids() -> None:
     assert isinstance(result, Summary) and result.attempts == 2
     assert result.attempt_log[0].recited_items == 0
     model.assert_complete()
+
+
+def test_an_id_outside_the_transcript_beside_a_supporting_event_is_removed() -> None:
+    events = numbered(TABLE)
+    draft = record(facts=[item("A quiet corner was asked for", "e3", "e12")])
+    recited = recite_unsupported(draft, events, extractor=EntityExtractor(), entities=[])
+    assert recited.recited == 1 and recited.record.facts[0].sources == ["e3"]
+
+
+def test_a_moved_question_keeps_the_answer_within_three_citations() -> None:
+    events = numbered(TABLE)
+    question = item("Is a quiet corner free tonight?", "e1", "e2", "e3")
+    draft = record(open_questions=[question])
+    moved = move_answered_questions(draft, events, extractor=EntityExtractor(), entities=[])
+    assert (moved.moved, moved.dropped) == (1, 0)
+    assert moved.record.facts[0].sources == ["e1", "e2", "e4"]
