@@ -55,7 +55,9 @@ class Settings(BaseSettings):
     summary_ground_citations: bool = Field(
         default=True,
         description="Point summary items that carry identifiers at the events holding them, "
-        "and drop items copied from the summary instruction's worked example.",
+        "re-cite items without values to the events that share their words (or drop them), "
+        "move open questions a later agent turn answers to facts, and drop items copied "
+        "from the summary instruction's worked example.",
     )
     tool_decision: ToolDecision = Field(
         default="auto",

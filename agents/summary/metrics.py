@@ -12,12 +12,14 @@ from typing import Protocol
 
 from agents.metrics import REGISTRY
 from agents.summary.problems import Problem
+from agents.summary.results import Attempt
 
 SUMMARIES_TOTAL = "support_bot_summaries_total"
 SUMMARY_PROBLEMS_TOTAL = "support_bot_summary_problems_total"
 SUMMARY_ATTEMPTS_TOTAL = "support_bot_summary_attempts_total"
 SUMMARY_TOKENS_TOTAL = "support_bot_summary_tokens_total"
 SUMMARY_COST_TOTAL = "support_bot_summary_cost_usd_total"
+SUMMARY_REPAIRS_TOTAL = "support_bot_summary_repairs_total"
 
 FIRST_ATTEMPT_PASS_RATIO = "support_bot_summary_first_attempt_pass_ratio"
 FALLBACK_RATIO = "support_bot_summary_fallback_ratio"
@@ -28,6 +30,9 @@ REGISTRY.describe(SUMMARY_PROBLEMS_TOTAL, "counter", "Summary validation problem
 REGISTRY.describe(SUMMARY_ATTEMPTS_TOTAL, "counter", "Summary model attempts, by result")
 REGISTRY.describe(SUMMARY_TOKENS_TOTAL, "counter", "Summary model tokens, by kind")
 REGISTRY.describe(SUMMARY_COST_TOTAL, "counter", "Summary model cost in USD")
+REGISTRY.describe(
+    SUMMARY_REPAIRS_TOTAL, "counter", "Summary draft items the small-model aids changed, by repair"
+)
 
 # Outcomes of `support_bot_summaries_total`.
 PASSED_FIRST = "passed_first_attempt"
@@ -67,6 +72,27 @@ def count_attempt(problems: list[Problem]) -> None:
     REGISTRY.inc(SUMMARY_ATTEMPTS_TOTAL, result="pass" if not problems else "fail")
     for problem in problems:
         REGISTRY.inc(SUMMARY_PROBLEMS_TOTAL, kind=problem.kind.value)
+
+
+# The repairs of `support_bot_summary_repairs_total`, by the `Attempt` field counting each.
+REPAIRS = {
+    "example_copy": "copied_items",
+    "recited": "recited_items",
+    "unsupported": "unsupported_items",
+    "answered": "answered_items",
+    "completed": "completed_items",
+    "quoted": "quoted_items",
+    "grounded": "grounded_items",
+    "withheld": "withheld_items",
+}
+
+
+def count_repairs(attempt: Attempt) -> None:
+    """Count what the aids changed in one attempt's draft, by repair."""
+    for repair, name in REPAIRS.items():
+        changed = getattr(attempt, name)
+        if changed:
+            REGISTRY.inc(SUMMARY_REPAIRS_TOTAL, changed, repair=repair)
 
 
 def count_run(run: SummaryRun) -> None:

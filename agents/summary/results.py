@@ -24,6 +24,9 @@ class Attempt:
     citations: int = 0
     valid_citations: int = 0
     copied_items: int = 0
+    recited_items: int = 0
+    unsupported_items: int = 0
+    answered_items: int = 0
     completed_items: int = 0
     quoted_items: int = 0
     grounded_items: int = 0

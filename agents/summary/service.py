@@ -33,6 +33,7 @@ from agents.summary.metrics import (
     SummaryRun,
     SummaryRunSink,
     count_attempt,
+    count_repairs,
     count_run,
 )
 from agents.summary.problems import Problem, ProblemKind
@@ -135,6 +136,7 @@ class SummaryService:
                 )
                 attempts.append(attempt)
                 count_attempt(checked.problems)
+                count_repairs(attempt)
                 if checked.passed:
                     break
                 message = retry_message(rendered, plan, checked.problems, context)
@@ -196,6 +198,9 @@ class SummaryService:
             checked,
             usage,
             copied=repaired.copied,
+            recited=repaired.recited,
+            unsupported=repaired.unsupported,
+            answered=repaired.answered,
             completed=repaired.completed,
             quoted=repaired.quoted,
             grounded=repaired.grounded,
@@ -294,6 +299,9 @@ def _attempt_log(
     usage: Usage,
     *,
     copied: int = 0,
+    recited: int = 0,
+    unsupported: int = 0,
+    answered: int = 0,
     completed: int = 0,
     quoted: int = 0,
     grounded: int = 0,
@@ -312,6 +320,9 @@ def _attempt_log(
         citations=sum(len(item.sources) for _, _, item in items),
         valid_citations=checked.valid_citations,
         copied_items=copied,
+        recited_items=recited,
+        unsupported_items=unsupported,
+        answered_items=answered,
         completed_items=completed,
         quoted_items=quoted,
         grounded_items=grounded,

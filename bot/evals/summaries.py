@@ -67,6 +67,9 @@ class ConversationScore:
     valid_citations: int
     relevance_failures: int
     copied_items: int
+    recited_items: int
+    unsupported_items: int
+    answered_items: int
     completed_items: int
     quoted_items: int
     grounded_items: int
@@ -96,7 +99,8 @@ def outcome_line(outcome: ConversationScore, *, problems: bool = False) -> str:
         f" recall={outcome.recalled_high_value}/{outcome.expected_high_value}"
         f" relevance_failures={outcome.relevance_failures} completed={outcome.completed_items}"
         f" quoted={outcome.quoted_items} grounded={outcome.grounded_items}"
-        f" example_copies={outcome.copied_items}"
+        f" example_copies={outcome.copied_items} recited={outcome.recited_items}"
+        f" unsupported={outcome.unsupported_items} answered={outcome.answered_items}"
         f" {outcome.latency_s:.1f}s{seed}"
     ) + "".join(f"\n    {p}" for p in (outcome.problems[:12] if problems else ()))
 
@@ -192,6 +196,12 @@ class EvalReport:
             f"{sum(o.withheld_items for o in self.outcomes)};"
             " items dropped as copies of the worked example: "
             f"{sum(o.copied_items for o in self.outcomes)}",
+            "  items without values re-cited to the events that support them: "
+            f"{sum(o.recited_items for o in self.outcomes)};"
+            " dropped as supported by no event: "
+            f"{sum(o.unsupported_items for o in self.outcomes)};"
+            " answered open questions moved to facts (or dropped): "
+            f"{sum(o.answered_items for o in self.outcomes)}",
             f"  cut-off answers: {sum(o.cut_off for o in self.outcomes)};"
             f" looping answers: {sum(o.looped for o in self.outcomes)}",
             f"  seconds per summary (median): {self.seconds_per_summary:.2f}",
@@ -269,6 +279,9 @@ def score(
         completed_items=sum(a.completed_items for a in log),
         quoted_items=sum(a.quoted_items for a in log),
         copied_items=sum(a.copied_items for a in log),
+        recited_items=sum(a.recited_items for a in log),
+        unsupported_items=sum(a.unsupported_items for a in log),
+        answered_items=sum(a.answered_items for a in log),
         grounded_items=sum(a.grounded_items for a in log),
         withheld_items=sum(a.withheld_items for a in log),
         cut_off=sum(a.cut_off for a in log),

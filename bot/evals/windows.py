@@ -19,9 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from agents.metrics import REGISTRY
 from agents.sessions.service import InMemorySessionService
 from agents.summary.entities import mentions
 from agents.summary.incremental import IncrementalSummarizer
+from agents.summary.metrics import REPAIRS, SUMMARY_REPAIRS_TOTAL
 from agents.summary.problems import ProblemKind
 from agents.summary.results import Summary
 from agents.summary.service import SummaryService
@@ -51,6 +53,8 @@ class ThreadScore:
     prompt_tokens: int = 0
     # The open tail a digest left unsummarised (it held no value), e.g. "e30–e34".
     unsummarised: str = ""
+    # Draft items the aids changed, by repair (`support_bot_summary_repairs_total`).
+    repairs: dict[str, int] = field(default_factory=dict)
 
 
 def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str:
@@ -64,6 +68,7 @@ def thread_line(mode: str, score: ThreadScore, *, problems: bool = False) -> str
         f" total={score.total_s:.1f}s idle={score.idle_s:.1f}s"
         f" generated={score.generated_tokens}tok idle={score.idle_generated_tokens}tok"
         + (f" unsummarised={score.unsummarised}" if score.unsummarised else "")
+        + "".join(f" {repair}={n}" for repair, n in score.repairs.items() if n)
     ) + "".join(f"\n    {p}" for p in (score.problems[:12] if problems else ()))
 
 
@@ -136,6 +141,12 @@ class ModeReport:
             "prompt tokens per thread (median)": (
                 f"{self.median([s.prompt_tokens for s in self.scores]):.0f}"
             ),
+            "items re-cited / dropped unsupported / answered questions moved": (
+                " / ".join(
+                    str(sum(s.repairs.get(r, 0) for s in self.scores))
+                    for r in ("recited", "unsupported", "answered")
+                )
+            ),
         }
 
 
@@ -148,6 +159,17 @@ def side_by_side(reports: Sequence[ModeReport], *, group: str = "") -> list[str]
     lines = [title.ljust(width) + "".join(r.mode.rjust(18) for r in reports)]
     lines += [row.ljust(width) + "".join(c[row].rjust(18) for c in columns) for row in rows]
     return lines
+
+
+def repair_counts() -> dict[str, int]:
+    """The aids' repairs counted so far in this process, by repair."""
+    return {r: int(REGISTRY.get(SUMMARY_REPAIRS_TOTAL, repair=r)) for r in REPAIRS}
+
+
+def repairs_since(before: dict[str, int]) -> dict[str, int]:
+    """The repairs counted since `before` (`repair_counts()`): one thread's, as the
+    evaluation summarises one thread at a time."""
+    return {r: n - before.get(r, 0) for r, n in repair_counts().items()}
 
 
 def _recalled(conversation: LabelledConversation, result: object) -> tuple[int, int, bool]:
@@ -169,6 +191,7 @@ async def replay_incremental(
         app_name=EVAL_APP, user_id=USER, session_id=conversation.id
     )
     live = 0.0
+    counted = repair_counts()
     for number, group in enumerate(invocations(list(conversation.events)), start=1):
         invocation = f"inv-{number}"
         for event in group:
@@ -210,6 +233,7 @@ async def replay_incremental(
             if isinstance(result, Summary) and result.unsummarised is not None
             else ""
         ),
+        repairs=repairs_since(counted),
     )
 
 
@@ -221,6 +245,7 @@ async def replay_whole(conversation: LabelledConversation, service: SummaryServi
     )
     for event in conversation.events:
         await sessions.append_event(session, event)
+    counted = repair_counts()
     started = time.perf_counter()
     result = await service.summarize(session)
     idle = time.perf_counter() - started
@@ -240,6 +265,7 @@ async def replay_whole(conversation: LabelledConversation, service: SummaryServi
         generated_tokens=result.usage.completion_tokens,
         idle_generated_tokens=result.usage.completion_tokens,
         prompt_tokens=result.usage.prompt_tokens,
+        repairs=repairs_since(counted),
     )
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
 from agents.handoff import HANDOFF_AUTHOR
+from agents.summary.entities import EntityExtractor
+from agents.summary.record import Item
 
 _STOPWORDS = frozenset(
     """about above after again against also because been before being below between both
@@ -73,6 +76,15 @@ def deadlines(text: str) -> list[str]:
 def key_terms(text: str) -> set[str]:
     """Content words of `text`, cut to a 5-letter stem so "refunded" matches "refund"."""
     return {word.lower()[:5] for word in _WORD.findall(text) if word.lower() not in _STOPWORDS}
+
+
+def terms_unsupported(text: str, sources: Sequence[str]) -> bool:
+    """The relevance test for an item without values: it has content words, every source
+    has some, and no source shares one. A source too short to have any ("Yes, until
+    six.") cannot be judged, so an item citing one is given the benefit of the doubt."""
+    terms = key_terms(text)
+    source_terms = [key_terms(source) for source in sources]
+    return bool(terms) and all(source_terms) and not any(terms & t for t in source_terms)
 
 
 def event_content(event: Event) -> str:
@@ -163,6 +175,18 @@ def answering_event(
         if len(terms) >= 2 and len(terms & key_terms(event.text)) >= 2:
             return event.id
     return None
+
+
+def question_answer(question: Item, events: list[Event], extractor: EntityExtractor) -> str | None:
+    """The event of `events` that possibly answers the open question `question` (the
+    validator's rule): `answering_event` after the latest event it cites, with the values
+    `extractor` finds in its text. None when it cites none of `events`."""
+    seqs = {event.id: event.seq for event in events}
+    cited = [seqs[s] for s in question.sources if s in seqs]
+    if not cited:
+        return None
+    values = {value for _, value, _, _ in extractor.from_text(question.text)}
+    return answering_event(question.text, values, max(cited), events)
 
 
 def repetition(text: str, *, n: int = 8, limit: int = 4) -> str | None:

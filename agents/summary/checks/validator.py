@@ -20,13 +20,13 @@ from pydantic import ValidationError
 from agents.events import Event
 from agents.summary.aids.grounding import item_values
 from agents.summary.checks.coverage import (
-    answering_event,
     deadlines,
     event_content,
     find_promises,
-    key_terms,
     promise_covered,
+    question_answer,
     repetition,
+    terms_unsupported,
 )
 from agents.summary.checks.goal import goal_problems
 from agents.summary.entities import Entity, EntityExtractor, mentions
@@ -283,7 +283,7 @@ class Validator:
             if cited:
                 self._check_relevance(path, name, item, cited, content, entities, found)
             if section == "open_questions" and cited:
-                self._check_answered(path, name, item, cited, by_id, events, found)
+                self._check_answered(path, name, item, events, found)
         goal_texts = [*content.values(), *(event_content(e) for e in goal_support)]
         found.problems += goal_problems(record.goal, goal_texts, self.extractor, entities)
         self._check_recall(record, entities, rendered, found)
@@ -325,32 +325,19 @@ class Validator:
                     "state only deadlines the agent stated",
                     phrase,
                 )
-        if not values:
-            # Without identifiers, judge by content words; a source too short to have any
-            # ("Yes, until six.") cannot be judged and is given the benefit of the doubt.
-            terms = key_terms(item.text)
-            source_terms = [key_terms(text) for text in texts]
-            if terms and all(source_terms) and not any(terms & t for t in source_terms):
-                found.relevance_failures += 1
-                found.add(
-                    ProblemKind.IRRELEVANT_SOURCE,
-                    where,
-                    f"{name} cites {which}, {verb} not support it",
-                )
+        if not values and terms_unsupported(item.text, texts):
+            # Without identifiers, judge by content words.
+            found.relevance_failures += 1
+            found.add(
+                ProblemKind.IRRELEVANT_SOURCE,
+                where,
+                f"{name} cites {which}, {verb} not support it",
+            )
 
     def _check_answered(
-        self,
-        path: str,
-        name: str,
-        item: Item,
-        cited: list[str],
-        by_id: dict[str, Event],
-        events: list[Event],
-        found: ValidationResult,
+        self, path: str, name: str, item: Item, events: list[Event], found: ValidationResult
     ) -> None:
-        values = {value for _, value, _, _ in self.extractor.from_text(item.text)}
-        last = max(by_id[s].seq for s in cited)
-        answer = answering_event(item.text, values, last, events)
+        answer = question_answer(item, events, self.extractor)
         if answer is not None:
             found.add(
                 ProblemKind.ANSWERED_QUESTION,

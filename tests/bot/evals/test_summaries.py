@@ -167,3 +167,26 @@ async def test_eval_shadow_fails_a_first_answer_whose_model_call_failed() -> Non
     (outcome,) = report.outcomes
     assert outcome.attempts == 2 and not outcome.passed_first
     assert outcome.shadow_passed_first is False  # not the retry's answer, scored instead
+
+
+async def test_eval_lines_count_the_recited_and_the_unsupported_items() -> None:
+    from agents.summary.aids.policy import SmallModelAids
+
+    draft = handoff(
+        "Cancel reservation JG7FMM",
+        facts=[
+            {"text": "Reservation JG7FMM was cancelled", "sources": ["e3"]},
+            {"text": "The agent confirmed it is done", "sources": ["e1"]},
+            {"text": "The weather is nice today", "sources": ["e1"]},
+        ],
+    )
+    model = ScriptedModel([json_text(draft)])
+    service = SummaryService(model, aids=SmallModelAids(ground_citations=True))
+    report = await evaluate([conversation_from_row(ROWS[0])], service)
+    model.assert_complete()  # repaired before validation: no retry
+    (outcome,) = report.outcomes
+    assert outcome.passed_first and (outcome.recited_items, outcome.unsupported_items) == (1, 1)
+    assert "recited=1 unsupported=1 answered=0" in outcome_line(outcome)
+    lines = "\n".join(report.lines())
+    assert "items without values re-cited to the events that support them: 1;" in lines
+    assert "dropped as supported by no event: 1;" in lines

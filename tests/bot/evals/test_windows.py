@@ -66,3 +66,25 @@ async def test_replay_writes_windows_as_live_and_summarises_only_the_tail_at_idl
 def test_an_empty_report_prints_without_dividing_by_zero() -> None:
     table = side_by_side([ModeReport("incremental")])
     assert table[1].split() == ["threads", "0"]
+
+
+def test_a_thread_line_and_the_table_show_the_repairs() -> None:
+    from bot.evals.windows import ThreadScore
+
+    score = ThreadScore(
+        conversation_id="star-1",
+        windows=2,
+        windows_first_pass=2,
+        gaps=0,
+        has_record=True,
+        expected_high_value=1,
+        recalled_high_value=1,
+        total_s=1.0,
+        idle_s=0.0,
+        repairs={"recited": 2, "unsupported": 0, "answered": 1},
+    )
+    line = thread_line("incremental", score)
+    assert line.endswith(" recited=2 answered=1") and "unsupported" not in line
+    table = side_by_side([ModeReport("incremental", [score])])
+    assert table[-1].startswith("items re-cited / dropped unsupported / answered questions")
+    assert table[-1].endswith("2 / 0 / 1")
