@@ -4,7 +4,10 @@
   Two items of a section are one when they say the same, or state the same values and
   one's content words hold the other's; the fuller one is kept, citing both (up to
   `MAX_SOURCES`).
-- A later decision about the same values supersedes an earlier one.
+- A later decision about the same values supersedes an earlier one. If the earlier one
+  states a value nothing else in the merged record states (the flight that was changed,
+  say), it is kept as a fact saying it was decided earlier and then changed, so the
+  superseding never drops a value.
 - An open question is resolved when a later agent turn answers it (the validator's own
   rule, `answering_event`) or a later window records an item with its values. It is
   then no longer open; if its values are stated nowhere else, it is kept as a fact
@@ -25,6 +28,7 @@ from agents.summary.entities import EntityExtractor
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
 ASKED_PREFIX = "The user asked (answered later): "
+SUPERSEDED_PREFIX = "Decided earlier, then changed: "
 
 
 def _values(item: Item, extractor: EntityExtractor) -> frozenset[str]:
@@ -74,15 +78,19 @@ def _union(items: Sequence[Item], extractor: EntityExtractor) -> list[Item]:
     return merged
 
 
-def _supersede(decisions: Sequence[Item], extractor: EntityExtractor) -> list[Item]:
-    """Later decisions replace earlier ones about the same values."""
+def _supersede(
+    decisions: Sequence[Item], extractor: EntityExtractor
+) -> tuple[list[Item], list[Item]]:
+    """Later decisions replace earlier ones about the same values: (kept, superseded)."""
     kept: list[Item] = []
+    superseded: list[Item] = []
     for decision in decisions:
         values = _values(decision, extractor)
         if values:
+            superseded += [d for d in kept if _values(d, extractor) & values]
             kept = [d for d in kept if not (_values(d, extractor) & values)]
         kept.append(decision)
-    return kept
+    return kept, superseded
 
 
 def _resolved(
@@ -129,7 +137,9 @@ def merge_records(
             else:
                 still_open.append(question)
     facts = _union([i for r in records for i in r.facts], extractor)
-    decisions = _supersede(_union([i for r in records for i in r.decisions], extractor), extractor)
+    decisions, superseded = _supersede(
+        _union([i for r in records for i in r.decisions], extractor), extractor
+    )
     commitments = _union([i for r in records for i in r.commitments], extractor)
     draft = HandoffRecord(
         goal=records[-1].goal,
@@ -138,11 +148,13 @@ def merge_records(
         commitments=commitments,
         open_questions=_union(still_open, extractor),
     )
-    stated = draft.all_text()
-    for question in asked:
-        missing = [v for v in _values(question, extractor) if v not in stated.casefold()]
-        if missing:
-            facts.append(question.model_copy(update={"text": ASKED_PREFIX + question.text}))
+    stated = draft.all_text().casefold()
+    for prefix, items in ((SUPERSEDED_PREFIX, superseded), (ASKED_PREFIX, asked)):
+        for item in items:
+            if any(v not in stated for v in _values(item, extractor)):
+                kept = item.model_copy(update={"text": prefix + item.text})
+                facts.append(kept)
+                stated += "\n" + kept.text.casefold()
     merged = draft.model_copy(update={"facts": facts})
     labelled = label_user_claims(merged, events, extractor=extractor)
     return _keep_claims(merged, labelled)

@@ -92,3 +92,43 @@ def test_a_resolved_question_whose_values_nothing_else_states_is_kept_as_asked()
 def test_merging_nothing_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least one"):
         merge_records([], EVENTS)
+
+
+FLIGHT_EVENTS = [
+    said("user", "Please move me from flight HAT148 to HAT200.", 1),
+    said("agent", "Changed: you are now on HAT200 instead of HAT148.", 2),
+    said("user", "On HAT200, can I sit in economy plus?", 3),
+    said("agent", "Done: HAT200 in economy plus.", 4),
+]
+
+
+def test_a_superseded_decision_keeps_the_values_only_it_states_as_a_fact() -> None:
+    merged = merge_records(
+        [
+            record(
+                "Change flight",
+                decisions=[Item(text="Flight HAT148 changed to HAT200", sources=["e1", "e2"])],
+            ),
+            record(
+                "Seat on HAT200",
+                decisions=[Item(text="HAT200 booked in economy plus", sources=["e3", "e4"])],
+            ),
+        ],
+        FLIGHT_EVENTS,
+    )
+    assert [d.text for d in merged.decisions] == ["HAT200 booked in economy plus"]
+    [fact] = merged.facts
+    assert fact.text.startswith("Decided earlier, then changed: ")
+    assert "HAT148" in fact.text and fact.sources == ["e1", "e2"]
+
+
+def test_a_superseded_decision_whose_values_are_all_stated_again_is_gone() -> None:
+    merged = merge_records(
+        [
+            record("Change", decisions=[Item(text="Move to HAT200", sources=["e1"])]),
+            record("Seat", decisions=[Item(text="HAT200 in economy plus", sources=["e4"])]),
+        ],
+        FLIGHT_EVENTS,
+    )
+    assert [d.text for d in merged.decisions] == ["HAT200 in economy plus"]
+    assert merged.facts == []
