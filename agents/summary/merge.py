@@ -9,7 +9,7 @@
   say), it is kept as a fact saying it was decided earlier and then changed, so the
   superseding never drops a value.
 - An open question is resolved when a later agent turn answers it (the validator's own
-  rule, `answering_event`) or a later window records an item with its values. It is
+  rule, `question_answer`) or a later window records an item with its values. It is
   then no longer open; if its values are stated nowhere else, it is kept as a fact
   saying the user asked, so no value the thread holds is lost.
 - The goal is the latest validated window's goal.
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from agents.events import Event
 from agents.summary.checks.claims import label_user_claims
-from agents.summary.checks.coverage import answering_event, key_terms
+from agents.summary.checks.coverage import key_terms, question_answer
 from agents.summary.entities import EntityExtractor
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
@@ -97,14 +97,12 @@ def _resolved(
     question: Item,
     window: int,
     later_items: Sequence[tuple[int, Item]],
-    by_id: dict[str, Event],
     events: list[Event],
     extractor: EntityExtractor,
 ) -> bool:
-    values = _values(question, extractor)
-    cited = [by_id[s].seq for s in question.sources if s in by_id]
-    if cited and answering_event(question.text, set(values), max(cited), events) is not None:
+    if question_answer(question, events, extractor) is not None:
         return True
+    values = _values(question, extractor)
     return bool(values) and any(
         index > window and values <= _values(item, extractor) for index, item in later_items
     )
@@ -121,7 +119,6 @@ def merge_records(
     if not records:
         raise ValueError("merge_records needs at least one record")
     extractor = extractor or EntityExtractor()
-    by_id = {event.id: event for event in events}
     answers = [
         (index, item)
         for index, record in enumerate(records)
@@ -132,7 +129,7 @@ def merge_records(
     asked: list[Item] = []
     for index, record in enumerate(records):
         for question in record.open_questions:
-            if _resolved(question, index, answers, by_id, events, extractor):
+            if _resolved(question, index, answers, events, extractor):
                 asked.append(question)
             else:
                 still_open.append(question)
