@@ -8,7 +8,8 @@
 - `summarize(session)` (digests, hand-offs, `/summary`) summarises only what no stored
   window covers yet (the tail since the last window), then merges every window record
   into one record (`agents.summary.merge`) and validates it once more over the events
-  the passing windows cover.
+  the passing windows cover, demanding only values some window's model was shown (a
+  window's own check skips values its transcript cut, so the merged check does too).
 
 Each window is summarised by the ordinary `SummaryService` over that window's events
 only, seeing the previous window's goal as quoted context, and checked by the same
@@ -59,6 +60,7 @@ from agents.summary.record import HandoffRecord
 from agents.summary.render import to_json
 from agents.summary.results import NoSummary, Summary, SummaryResult, WindowGap
 from agents.summary.service import SummaryService
+from agents.summary.transcript import joined
 from agents.summary.windows import (
     StoredWindow,
     WindowPlan,
@@ -316,14 +318,22 @@ class IncrementalSummarizer:
         rest = [e for e in summarised_events(session.events) if e.id not in seen]
         records = [HandoffRecord.model_validate(w.record) for w in passed]
         merged = merge_records(records, covered, extractor=self.service.extractor)
-        checked = self.validator.check(ValidationResult(record=merged), covered, goal_support=rest)
+        # What each window's model was shown, together: a value cut from a window's
+        # transcript (a long payload's tail) was demanded of no window, so the merged
+        # record is not failed for it either.
+        shown = joined(
+            [self.service.rendering(window_events(session.events, w.span)) for w in passed]
+        )
+        checked = self.validator.check(
+            ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
+        )
         named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
         if named and all(p.where and p.where[0] in named for p in checked.problems):
             # Only items are wrong, each over the whole thread (a value one window did
             # not know was sensitive, say): drop them, never add text, and check again.
             merged = without_items(merged, named)
             checked = self.validator.check(
-                ValidationResult(record=merged), covered, goal_support=rest
+                ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
             )
         if not checked.passed:
             # Deterministic code merged validated records; a failure here is a merge bug

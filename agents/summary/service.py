@@ -82,6 +82,15 @@ class SummaryService:
     def model_name(self) -> str:
         return self.model if isinstance(self.model, str) else self.model.name
 
+    def rendering(
+        self, events: list[Event], entities: list[Entity] | None = None
+    ) -> RenderedTranscript:
+        """The transcript of `events` as this service shows it to the model (secrets
+        masked, payloads within `render_options`): what the validator may demand of it."""
+        if entities is None:
+            entities = self.extractor.extract(events)
+        return render_transcript(events, self.render_options, mask=entities)
+
     async def summarize_session(
         self, session_service: SessionService, *, app_name: str, user_id: str, session_id: str
     ) -> SummaryResult:
@@ -116,7 +125,7 @@ class SummaryService:
             return await self._finish_empty(session_id, f"session {session_id} has no events")
         started = time.perf_counter()
         entities = self.extractor.extract(events)
-        rendered = render_transcript(events, self.render_options, mask=entities)
+        rendered = self.rendering(events, entities)
         max_tokens = output_budget(rendered.tokens)
         plan = self.aids.plan(events, entities, rendered)
         attempts: list[Attempt] = []

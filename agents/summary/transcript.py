@@ -2,8 +2,9 @@
 
 Every line starts with `[event id] author`, so the model can cite sources and tell
 user text from agent text. Tool calls and results are explicit, because they hold the
-facts that matter. Large payloads are cut (head kept, where identifiers usually are),
-large arrays become a count plus their first elements, and a transcript over its token
+facts that matter. A payload over its cap has its long arrays shown as a count plus their
+first elements, then is cut (head kept, where identifiers usually are); a payload within
+the cap is shown whole, so no value in it is hidden. A transcript over its token
 budget keeps its opening and its latest events and says how many it left out. Secrets
 (PINs, access codes) are masked before the model sees them.
 """
@@ -33,7 +34,8 @@ class RenderOptions:
     """Limits applied while rendering.
 
     `max_tool_chars` caps one tool payload; `max_text_chars` one message's text;
-    `max_array_items` is how many elements of a long array are shown; `token_budget`
+    `max_array_items` is how many elements of a long array are shown in a payload over
+    `max_tool_chars` (arrays in a payload within it are shown whole); `token_budget`
     caps the whole transcript and `head_events` is how many opening events are always
     kept when the budget forces events out.
     """
@@ -77,6 +79,16 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def _payload(value: Any, options: RenderOptions) -> tuple[str, bool]:
+    """One tool payload as shown, and whether it was cut. Arrays are shortened only when
+    the whole payload does not fit: a four-leg itinerary in a small result keeps its fourth
+    flight, which the summary must then state."""
+    whole = _dump(value)
+    if len(whole) <= options.max_tool_chars:
+        return whole, False
+    return _cut(_dump(_shrink_arrays(value, options.max_array_items)), options.max_tool_chars)
+
+
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
@@ -107,14 +119,11 @@ def render_event(event: Event, options: RenderOptions) -> tuple[str, int]:
         cut += was_cut
         lines.append(f"{head}: {_indent(shown)}")
     for call in event.function_calls:
-        body, was_cut = _cut(
-            _dump(_shrink_arrays(call.args, options.max_array_items)), options.max_tool_chars
-        )
+        body, was_cut = _payload(call.args, options)
         cut += was_cut
         lines.append(f"{head} CALLS {call.name} {body}")
     for response in event.function_responses:
-        shrunk = _shrink_arrays(response.response, options.max_array_items)
-        body, was_cut = _cut(_dump(shrunk), options.max_tool_chars)
+        body, was_cut = _payload(response.response, options)
         cut += was_cut
         lines.append(f"{head} RESULT {response.name} {body}")
     if event.error_code and not lines:
@@ -190,3 +199,17 @@ def _fit_budget(
         f"[...] {len(omitted)} events ({omitted[0]}..{omitted[-1]}) omitted to fit the token budget"
     )
     return [*head, ("", marker), *tail], omitted
+
+
+def joined(parts: Sequence[RenderedTranscript]) -> RenderedTranscript:
+    """Several renderings as one: what the models of several windows were shown, together
+    (the merged record's check demands only values some window's model saw)."""
+    text = "\n".join(part.text for part in parts)
+    return RenderedTranscript(
+        text=text,
+        event_ids=frozenset().union(*(part.event_ids for part in parts)),
+        lines_by_event={k: v for part in parts for k, v in part.lines_by_event.items()},
+        truncated_payloads=sum(part.truncated_payloads for part in parts),
+        omitted_events=tuple(e for part in parts for e in part.omitted_events),
+        tokens=approx_tokens(text),
+    )

@@ -17,7 +17,7 @@ from agents.summary.problems import ProblemKind
 from agents.summary.results import NoSummary, Summary
 from agents.summary.service import SummaryService
 from agents.summary.windows import InMemoryWindowStore
-from tests.agents.summary.conftest import APP, handoff, item
+from tests.agents.summary.conftest import APP, handoff, item, tool
 
 AGENT = "billing_agent"
 
@@ -402,3 +402,37 @@ async def test_a_window_citing_the_quoted_goal_keeps_only_its_own_events() -> No
     result = await summarizer.summarize(session)
     model.assert_complete()
     assert isinstance(result, Summary) and "THREAD_GOAL" not in result.record.cited_ids()
+
+
+async def test_the_merged_record_demands_only_values_a_window_was_shown() -> None:
+    # A call naming 30 orders is over the tool-payload cap, so the window's model is shown
+    # the first three; its check demands those three, and so does the merged one.
+    sessions = InMemorySessionService()
+    orders = [{"order_id": f"A-{1000 + i}", "note": "n" * 80} for i in range(30)]
+    model = ScriptedModel(
+        [
+            answer(
+                "Cancel the user's orders",
+                facts=[item("Orders A-1000, A-1001 and A-1002 are being cancelled", "e2", "e4")],
+            )
+        ]
+    )
+    summarizer = IncrementalSummarizer(
+        SummaryService(model), InMemoryWindowStore(), interval=1, session_service=sessions
+    )
+    session = await sessions.create_session(app_name=APP, user_id="u1")
+    turn = [
+        said("user", "Please cancel all my open orders.", "inv1"),
+        *tool("cancel_orders", {"orders": orders}, {"cancelled": 30}),
+        said(AGENT, "Cancelling orders A-1000, A-1001, A-1002 and the rest.", "inv1"),
+    ]
+    for event in turn:
+        await sessions.append_event(session, event.model_copy(update={"invocation_id": "inv1"}))
+    await summarizer(session, "inv1")
+    whole = await sessions.get_session(app_name=APP, user_id="u1", session_id=session.id)
+    assert whole is not None
+    result = await summarizer.summarize(whole)
+    assert isinstance(result, Summary), result
+    assert (result.windows, result.gaps) == (1, ())
+    assert "A-1029" not in result.record.all_text()
+    model.assert_complete()

@@ -27,10 +27,20 @@ def test_transcript_truncates_a_40kb_payload_keeping_its_head() -> None:
 
 
 def test_transcript_renders_large_arrays_as_count_and_head() -> None:
-    events = numbered(tool("list", {}, {"orders": [{"id": f"A-{i}"} for i in range(50)]}))
+    orders = [{"id": f"A-{i}", "note": "n" * 60} for i in range(50)]
+    events = numbered(tool("list", {}, {"orders": orders}))
     line = render_transcript(events).lines_by_event["e2"]
     assert "<50 items, first 3 shown>" in line
     assert "A-2" in line and "A-3" not in line
+
+
+def test_transcript_shows_an_array_whole_when_its_payload_fits() -> None:
+    # A four-leg itinerary in a small tool call: the fourth flight is a value the
+    # validator demands, so the model must be shown it.
+    legs = [{"flight_number": f"HAT{n}", "date": "2024-05-28"} for n in (80, 76, 255, 148)]
+    events = numbered(tool("update_reservation_flights", {"flights": legs}, {"ok": True}))
+    line = render_transcript(events).lines_by_event["e1"]
+    assert "HAT148" in line and "shown>" not in line
 
 
 def test_transcript_renders_compaction_as_summary() -> None:
