@@ -27,7 +27,7 @@ from agents.summary.checks.coverage import key_terms, question_answer
 from agents.summary.entities import EntityExtractor
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
-ASKED_PREFIX = "The user asked (answered later): "
+ASKED_PREFIX = "Asked, and answered later: "
 SUPERSEDED_PREFIX = "Decided earlier, then changed: "
 
 

@@ -22,8 +22,9 @@ only when the item's values can all be located; it counts as a user's source, so
 agent event stating every value, or the user's own event, may stand in for it. Every
 rewrite is counted, so an evaluation can say how many citations the system corrected.
 
-Items that only restate a masked secret ("the PIN is ••••", no other value) are dropped
-and counted: the transcript the model reads has secrets masked, so they say nothing.
+Items that only restate a masked secret ("the PIN is ••••", no other value, no deadline,
+not a commitment) are dropped and counted: the transcript the model reads has secrets
+masked, so they say nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.events import Event
-from agents.summary.checks.coverage import event_content, is_agent_source
+from agents.summary.checks.coverage import deadlines, event_content, is_agent_source
 from agents.summary.entities import MASK, Entity, EntityExtractor, mentions
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
@@ -118,6 +119,13 @@ def ground_item(
     return item.model_copy(update={"sources": sources})
 
 
+def says_only_a_secret(section: str, item: Item) -> bool:
+    """Whether a masked item says nothing but that a secret was given. A commitment
+    ("your PIN is reset to •••• and works within 24 hours") is kept: it covers the
+    agent's promise, which the validator demands; so is an item with a deadline."""
+    return section != "commitments" and not deadlines(item.text)
+
+
 def ground_citations(
     record: HandoffRecord,
     events: list[Event],
@@ -139,7 +147,7 @@ def ground_citations(
         items = []
         for item in getattr(record, section):
             values = item_values(item, extractor, entities)
-            if MASK * 2 in item.text and not values:
+            if MASK * 2 in item.text and not values and says_only_a_secret(section, item):
                 # "The user's PIN is ••••": secrets are masked before the model reads the
                 # transcript, so such an item carries nothing a reader can use.
                 withheld += 1

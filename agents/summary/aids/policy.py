@@ -58,12 +58,13 @@ class Repaired:
 
 @dataclass(frozen=True)
 class SmallModelAids:
-    """Which aids a summary model gets. The default is a hosted model's: the checklist
-    only."""
+    """Which aids a summary model gets. The default is the shipped configuration for a
+    hosted model: the checklist and the deterministic citation repairs
+    (`SUMMARY_GROUND_CITATIONS`, on by default), no completion calls."""
 
     checklist: bool = True
     complete_coverage: bool = False
-    ground_citations: bool = False
+    ground_citations: bool = True
     repetition_penalty: float | None = None
 
     def plan(

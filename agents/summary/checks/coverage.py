@@ -161,13 +161,22 @@ def promise_covered(promise: Promise, commitment_texts: list[str], cited: set[st
     return False
 
 
+def asks_only(text: str) -> bool:
+    """Every sentence of `text` is a question: it asks, and states nothing."""
+    said = [m.group().strip() for m in _SENTENCE.finditer(text)]
+    said = [sentence for sentence in said if sentence]
+    return bool(said) and all(sentence.endswith("?") for sentence in said)
+
+
 def answering_event(
     question: str, question_entities: set[str], after_seq: int, events: list[Event]
 ) -> str | None:
-    """The first agent message after `after_seq` that shares an entity or the topic."""
+    """The first agent message after `after_seq` that shares an entity or the topic and
+    states something (an agent asking back, "Which order, A-1001 or B-2040?", answers
+    nothing)."""
     terms = key_terms(question)
     for event in events:
-        if event.seq <= after_seq or not is_agent_text(event):
+        if event.seq <= after_seq or not is_agent_text(event) or asks_only(event.text):
             continue
         lowered = event.text.lower()
         if any(value.lower() in lowered for value in question_entities):

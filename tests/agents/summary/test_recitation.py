@@ -256,12 +256,12 @@ def test_the_second_pass_after_grounding_moves_but_never_drops() -> None:
 
 
 async def test_the_repairs_are_off_with_the_other_grounding_aids() -> None:
-    # SUMMARY_GROUND_CITATIONS=false (a hosted model's aids by default): the validator
-    # names the unsupported citation and the retry is asked for, as before.
+    # SUMMARY_GROUND_CITATIONS=false: the validator names the unsupported citation and
+    # the retry is asked for, as before.
     draft = handoff(GOAL, facts=[item("The customer wants a quiet corner", "e2")])
     fixed = handoff(GOAL, facts=[item("The customer wants a quiet corner", "e3")])
     model = ScriptedModel([json_text(draft), json_text(fixed)])
-    result = await SummaryService(model, aids=SmallModelAids()).summarize(
+    result = await SummaryService(model, aids=SmallModelAids(ground_citations=False)).summarize(
         await make_session(InMemorySessionService(), TABLE)
     )
     assert isinstance(result, Summary) and result.attempts == 2

@@ -12,6 +12,9 @@ from agents.summary.service import NoSummary, Summary, SummaryService
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
 from tests.agents.summary.conftest import APP, item, refund_record
 
+# The validator's own catches, with the citation repairs off (SUMMARY_GROUND_CITATIONS=false).
+UNREPAIRED = SmallModelAids(ground_citations=False)
+
 
 class ListSink:
     def __init__(self) -> None:
@@ -85,7 +88,8 @@ async def test_summary_two_failures_give_no_summary_and_are_counted(
     model = ScriptedModel([json_text(bad), json_text(bad)])
     sink = ListSink()
 
-    result = await SummaryService(model, sink=sink).summarize(refund_session)
+    # The validator's own catch (the shipped repairs would drop the stray citation).
+    result = await SummaryService(model, aids=UNREPAIRED, sink=sink).summarize(refund_session)
 
     assert isinstance(result, NoSummary)
     assert "fact 1 cites e99, which is not in the transcript" in map(str, result.problems)
@@ -99,10 +103,23 @@ async def test_summary_item_without_source_is_caught(refund_session: Session) ->
     bad = refund_record(decisions=[item("Refund the shipping fee")])
     model = ScriptedModel([json_text(bad), json_text(bad)])
 
-    result = await SummaryService(model).summarize(refund_session)
+    result = await SummaryService(model, aids=UNREPAIRED).summarize(refund_session)
 
     assert isinstance(result, NoSummary)
     assert "decision 1 has no sources" in map(str, result.problems)
+
+
+async def test_a_sourceless_item_is_recited_by_the_shipped_repairs(refund_session: Session) -> None:
+    good = refund_record(open_questions=[item("Is order B-2040 affected too?", "e8")])
+    bad = {**good, "decisions": [*good["decisions"], item("Refund the shipping fee")]}
+    model = ScriptedModel([json_text(bad)])
+
+    result = await SummaryService(model).summarize(refund_session)
+
+    assert isinstance(result, Summary) and result.attempts == 1
+    assert all(d.sources for d in result.record.decisions)
+    assert result.attempt_log[0].recited_items == 1
+    model.assert_complete()
 
 
 async def test_summary_malformed_json_counts_as_failure(refund_session: Session) -> None:

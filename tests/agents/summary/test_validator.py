@@ -73,6 +73,23 @@ def test_validator_flags_answered_open_question() -> None:
     ]
 
 
+def test_an_agent_asking_back_does_not_answer_an_open_question() -> None:
+    events = numbered(
+        [
+            user("When will the refund for A-1001 arrive?"),
+            agent("Is the refund for A-1001 the one from March? Which card was it?"),
+        ]
+    )
+    record = {
+        "goal": "Know when the refund for A-1001 arrives",
+        "facts": [],
+        "decisions": [],
+        "commitments": [],
+        "open_questions": [item("When will the refund for A-1001 arrive?", "e1")],
+    }
+    assert check(record, events) == []
+
+
 def test_validator_names_missing_refund_commitment() -> None:
     problems = check(refund_record(commitments=[], open_questions=PASSING["open_questions"]))
     assert 'missing commitment from e7: "It will arrive within five working days."' in problems
