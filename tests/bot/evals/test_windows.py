@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from agents.summary.service import SummaryService
 from bot.evals.dataset import conversation_from_row
-from bot.evals.windows import ModeReport, by_source, compare_modes, side_by_side, thread_line
+from bot.evals.windows import (
+    ModeReport,
+    by_source,
+    compare_modes,
+    mode_order,
+    side_by_side,
+    thread_line,
+)
 from tests.fakes.transcript_summarizer import TranscriptSummarizer
 
 
@@ -52,6 +59,14 @@ async def test_replay_writes_windows_as_live_and_summarises_only_the_tail_at_idl
     # star: 3 windows + 1 retry, whole + 1 retry; tau: 1 window, whole.
     assert len(model.transcripts) == (3 + 1) + (1 + 1) + 1 + 1
     assert seen[0].startswith("[incremental] star-1: gaps windows=3 first-pass=2/3 recall=4/7")
+    # The second conversation runs `whole` first: neither mode always gets the prompt the
+    # other just left in the server's cache.
+    assert [line.split()[0] for line in seen] == [
+        "[incremental]",
+        "[whole]",
+        "[whole]",
+        "[incremental]",
+    ]
     assert thread_line("incremental", star, problems=True).endswith(
         "\n    e7–e12: dropped entity A-1005"
     )
@@ -88,3 +103,13 @@ def test_a_thread_line_and_the_table_show_the_repairs() -> None:
     table = side_by_side([ModeReport("incremental", [score])])
     assert table[-1].startswith("items re-cited / dropped unsupported / answered questions")
     assert table[-1].endswith("2 / 0 / 1")
+
+
+def test_the_modes_take_turns_at_going_first() -> None:
+    modes = ("incremental", "whole")
+    assert [mode_order(modes, i) for i in range(3)] == [
+        ["incremental", "whole"],
+        ["whole", "incremental"],
+        ["incremental", "whole"],
+    ]
+    assert mode_order(("whole",), 5) == ["whole"]
