@@ -373,3 +373,51 @@ async def test_a_reply_naming_the_tool_it_consulted_is_asked_for_again() -> None
     assert shown == [clean]
     assert "cannot be sent" in model.requests[-1].contents[-1].text
     model.assert_complete()
+
+
+async def test_a_reply_that_only_repeats_the_policy_verdict_is_asked_again() -> None:
+    # The embedded model's answer in `make run` (2026-12-02): policy_checker answered
+    # "DENIED: …", and billing_agent sent the customer "DENIED".
+    verdict = "DENIED: a duplicate charge is refunded once it has settled, in 3-5 days."
+    fixed = "The duplicate 49.00 USD charge on INV-2291 is refunded once it settles, in 3-5 days."
+    before = REGISTRY.get("support_bot_tool_echoes_total", agent="billing_agent")
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor routes
+            json_text("policy_checker"),  # billing_agent consults the policy first
+            json_text({"request": REFUND_QUESTION}),
+            verdict,  # policy_checker
+            "DENIED",  # billing_agent repeats the verdict's first word to the customer
+            json_text({"reply": fixed}),  # asked again, as a reply to the customer
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(build_support_tree(model=model), model).send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", fixed)
+    assert all(text != "DENIED" for _, text in turn)
+    again = model.requests[-1]
+    assert again.response_schema is not None and again.response_schema["required"] == ["reply"]
+    after = REGISTRY.get("support_bot_tool_echoes_total", agent="billing_agent")
+    assert after == before + 1
+    model.assert_complete()
+
+
+def test_an_echo_is_the_start_of_a_tool_result_of_this_turn_only() -> None:
+    from agents.events import FunctionResponse
+    from agents.llm.tool_echo import echoed_result
+    from agents.models.base import Content
+
+    def result(text: str) -> Content:
+        response = FunctionResponse(id="c1", name="policy_checker", response={"result": text})
+        return Content(role="user", parts=(Part(function_response=response),))
+
+    def user(text: str) -> Content:
+        return Content(role="user", parts=(Part(text=text),))
+
+    turn = [user("Refund?"), result("DENIED: refunded once settled.")]
+    assert echoed_result("Denied.", turn) is not None
+    assert echoed_result("DENIED: refunded once settled.", turn) is None  # the whole answer
+    assert echoed_result("It is refunded once it has settled.", turn) is None
+    # A result of an earlier turn is not this reply's to repeat.
+    assert echoed_result("Denied.", [*turn, user("And now?")]) is None
+    assert echoed_result("Done.", [user("x"), result("done")]) is None
