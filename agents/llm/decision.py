@@ -346,13 +346,10 @@ class _Step:
         A second echo, or no reply at all, keeps the first answer."""
         if response.function_calls or self.request.response_schema is not None:
             return self._done(response)
-        echoed = echoed_result(response.text, self.request.contents)
-        if echoed is None:
+        if echoed_result(response.text, self.request.contents) is None:
             return self._done(response)
         REGISTRY.inc("support_bot_tool_echoes_total", agent=self.options.agent)
-        asked = await self.call(
-            reply_request(self.request, self.options.instruction, relayed=echoed)
-        )
+        asked = await self.call(reply_request(self.request, self.options.instruction))
         text = reply_field(asked.text)
         if not text or echoed_result(text, self.request.contents) is not None:
             logger.info("%s: reply still repeats a tool's answer", self.options.agent)

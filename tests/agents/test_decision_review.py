@@ -397,7 +397,6 @@ async def test_a_reply_that_only_repeats_the_policy_verdict_is_asked_again() -> 
     assert all(text != "DENIED" for _, text in turn)
     again = model.requests[-1]
     assert again.response_schema is not None and again.response_schema["required"] == ["reply"]
-    assert f"<<<\n{verdict}\n>>>" in (again.system_instruction or "")
     after = REGISTRY.get("support_bot_tool_echoes_total", agent="billing_agent")
     assert after == before + 1
     model.assert_complete()
