@@ -31,9 +31,7 @@ and its result): a small model reading it writes about the transfer instead of a
 Every step, in either mode, is checked for pretend actions (`agents.llm.pretend_actions`):
 a reply that names a target or a tool becomes that transfer or call; a hand-off claim or
 a recited instruction is asked for again once, then settled by a decision among the
-actions only. A reply that only repeats a tool's answer of the turn ("DENIED") is asked
-for once more as a reply to the customer (`agents.llm.tool_echo`). Every call, the extra
-ones too, goes through the agent's model-call path:
+actions only. Every call, the extra ones too, goes through the agent's model-call path:
 it is spent from the invocation's model-call budget and passes the before/after model
 callbacks and plugins (`agents.callbacks`), which see the decision and act requests.
 Other models keep one call per step.
@@ -75,7 +73,6 @@ from agents.llm.decision_requests import (
 )
 from agents.llm.pretend_actions import find_pretend_action, hands_off, without_pretence
 from agents.llm.step_options import StepOptions, choice_scoring, step_options
-from agents.llm.tool_echo import echoed_result
 from agents.llm.transfer import TRANSFER_TOOL
 from agents.llm.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
@@ -108,7 +105,6 @@ for _name, _help in (
     ("support_bot_pretend_actions_total", "Replies that pretended an action, by agent and fix"),
     ("support_bot_output_cut_total", "Model answers cut at their output budget, by agent"),
     ("support_bot_reviews_total", "Written replies held back to consult a tool, by agent"),
-    ("support_bot_tool_echoes_total", "Replies that only repeated a tool's answer, by agent"),
 ):
     REGISTRY.describe(_name, "counter", _help)
 
@@ -140,7 +136,7 @@ async def respond(
     response = await step.without_pretence(response)
     if decides_first(model):
         response = await step.review(response)
-    return await step.without_echo(response)
+    return response
 
 
 class _Step:
@@ -337,24 +333,6 @@ class _Step:
     async def _consult(self, name: str) -> LlmResponse:
         REGISTRY.inc("support_bot_reviews_total", agent=self.options.agent, tool=name)
         return await self.tool_call(name)
-
-    # -- no tool echoes ---------------------------------------------------------------
-
-    async def without_echo(self, response: LlmResponse) -> LlmResponse:
-        """`response`, or, when it only repeats a tool's answer of this turn
-        (`agents.llm.tool_echo`), the reply asked for once more as one to the customer.
-        A second echo, or no reply at all, keeps the first answer."""
-        if response.function_calls or self.request.response_schema is not None:
-            return self._done(response)
-        if echoed_result(response.text, self.request.contents) is None:
-            return self._done(response)
-        REGISTRY.inc("support_bot_tool_echoes_total", agent=self.options.agent)
-        asked = await self.call(reply_request(self.request, self.options.instruction))
-        text = reply_field(asked.text)
-        if not text or echoed_result(text, self.request.contents) is not None:
-            logger.info("%s: reply still repeats a tool's answer", self.options.agent)
-            return self._done(response)
-        return self._done(asked.model_copy(update={"parts": (Part(text=text),)}))
 
     # -- no pretend actions -----------------------------------------------------------
 
