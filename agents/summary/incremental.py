@@ -312,7 +312,8 @@ class IncrementalSummarizer:
                 reason="validation_failed" if gaps else "no_session",
                 metadata=metadata,
             )
-        covered = [e for w in passed for e in window_events(session.events, w.span)]
+        per_window = [window_events(session.events, w.span) for w in passed]
+        covered = [e for events in per_window for e in events]
         # The goal cites nothing: the whole thread supports it, gaps included.
         seen = {e.id for e in covered}
         rest = [e for e in summarised_events(session.events) if e.id not in seen]
@@ -321,9 +322,7 @@ class IncrementalSummarizer:
         # What each window's model was shown, together: a value cut from a window's
         # transcript (a long payload's tail) was demanded of no window, so the merged
         # record is not failed for it either.
-        shown = joined(
-            [self.service.rendering(window_events(session.events, w.span)) for w in passed]
-        )
+        shown = joined([self.service.rendering(events) for events in per_window])
         checked = self.validator.check(
             ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
         )

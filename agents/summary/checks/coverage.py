@@ -163,8 +163,7 @@ def promise_covered(promise: Promise, commitment_texts: list[str], cited: set[st
 
 def asks_only(text: str) -> bool:
     """Every sentence of `text` is a question: it asks, and states nothing."""
-    said = [m.group().strip() for m in _SENTENCE.finditer(text)]
-    said = [sentence for sentence in said if sentence]
+    said = [sentence.strip() for sentence in sentences(text)]
     return bool(said) and all(sentence.endswith("?") for sentence in said)
 
 
