@@ -153,7 +153,8 @@ async def bare(settings: Settings) -> None:
     app = web.Application()
     app.router.add_post("/slack/events", events)
     app.router.add_get("/healthz", healthz)
-    await run_web(app, settings)
+    # A bare Bolt app runs with Python's garbage-collector defaults.
+    await run_web(app, settings, tune_collector=False)
 
 
 if __name__ == "__main__":

@@ -126,6 +126,13 @@ class Settings(BaseSettings):
         "messages and other work wait (durably) before starting, so Slack's acks keep "
         "their CPU under overload; the oldest still starts on every timer tick.",
     )
+    gc_young_threshold: int = Field(
+        default=50_000,
+        ge=0,
+        description="Once serving, the start-up heap is frozen (gc.freeze) and a young "
+        "garbage collection runs every this many net new container objects (Python's "
+        "default is 700); 0 keeps Python's defaults. See bot/garbage_collector.py.",
+    )
     user_rate_per_minute: float = Field(
         default=30,
         gt=0,

@@ -14,6 +14,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.runner import Runner
+from bot import garbage_collector
 from bot.config import Settings, secret
 from bot.digests.scheduler import start_scheduler
 from bot.ops.heartbeat import add_heartbeat
@@ -44,9 +45,12 @@ async def run_web(
     stop: Awaitable[None] | None = None,
     *,
     socket_mode: bool = False,
+    tune_collector: bool = True,
 ) -> None:
     """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes;
-    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`).
+    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`). Once
+    listening, the garbage collector is set for serving (`bot.garbage_collector`)
+    unless `tune_collector` is False.
 
     aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
     """
@@ -55,6 +59,8 @@ async def run_web(
     host = settings.listen_host(socket_mode=socket_mode)
     site = web.TCPSite(runner, host, settings.port)
     await site.start()
+    if tune_collector:
+        garbage_collector.tune(settings.gc_young_threshold)
     log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
