@@ -161,6 +161,16 @@ class BotProcess:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(30)
 
+    async def page(self, path: str) -> str:
+        """Start the process, GET `path` from it, and stop it (it must exit cleanly)."""
+        await self.start()
+        try:
+            async with aiohttp.ClientSession() as http, http.get(f"{self.url}{path}") as resp:
+                body = await resp.text()
+        finally:
+            assert self.stop() == 0
+        return body
+
 
 async def wait_until(check: Callable[[], bool], *, within: float, what: str) -> None:
     deadline = time.monotonic() + within

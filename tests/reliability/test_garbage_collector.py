@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiohttp
-
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import BotProcess, free_port
@@ -27,12 +25,7 @@ async def test_the_served_bot_freezes_its_start_up_heap(
     env.pop("GC_YOUNG_THRESHOLD", None)
     bot = BotProcess({**env, "PORT": str(free_port())}, tmp_path / "bot.log")
     bot.env.pop("GC_YOUNG_THRESHOLD", None)
-    await bot.start()
-    try:
-        async with aiohttp.ClientSession() as http, http.get(f"{bot.url}/metrics") as resp:
-            page = await resp.text()
-    finally:
-        assert bot.stop() == 0
+    page = await bot.page("/metrics")
     assert gauge(page, "support_bot_gc_young_threshold") == 50_000
     assert gauge(page, "support_bot_gc_frozen_objects") > 10_000
     assert 'python_gc_collections_total{generation="2"}' in page
