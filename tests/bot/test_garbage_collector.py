@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,7 @@ def probe(threshold: int) -> dict[str, object]:
         capture_output=True,
         text=True,
         check=True,
+        cwd=Path(__file__).resolve().parents[2],
         env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": ""},
     )
     result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
