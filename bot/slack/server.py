@@ -48,8 +48,8 @@ async def run_web(
     tune_collector: bool = True,
 ) -> None:
     """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes;
-    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`). Once
-    listening, the garbage collector is set for serving (`bot.garbage_collector`)
+    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`). Just
+    before it listens, the garbage collector is set for serving (`bot.garbage_collector`)
     unless `tune_collector` is False.
 
     aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
@@ -58,9 +58,10 @@ async def run_web(
     await runner.setup()
     host = settings.listen_host(socket_mode=socket_mode)
     site = web.TCPSite(runner, host, settings.port)
-    await site.start()
     if tune_collector:
+        # Start-up (the app's on_startup hooks included) is done; nothing waits yet.
         garbage_collector.tune(settings.gc_young_threshold)
+    await site.start()
     log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
