@@ -43,12 +43,6 @@ REGISTRY.describe(
     "Objects of the start-up heap moved out of the garbage collector's reach (gc.freeze)",
 )
 
-# The middle and old generations' thresholds stay Python's: a middle collection every
-# 10 young ones, and a full one only when the survivors since the last one outnumber a
-# quarter of the long-lived objects (CPython's own rule on top of the threshold).
-MIDDLE_THRESHOLD = 10
-OLD_THRESHOLD = 10
-
 
 def tune(young_threshold: int) -> None:
     """Freeze the start-up heap and set the young threshold (0: Python's defaults), and
@@ -56,7 +50,10 @@ def tune(young_threshold: int) -> None:
     if young_threshold > 0:
         gc.collect()  # start-up's own garbage goes first, not into the permanent generation
         gc.freeze()
-        gc.set_threshold(young_threshold, MIDDLE_THRESHOLD, OLD_THRESHOLD)
+        # The middle and old thresholds stay as they are (Python's: a middle collection
+        # every 10 young ones; a full one also waits until the survivors since the last
+        # outnumber a quarter of the long-lived objects).
+        gc.set_threshold(young_threshold, *gc.get_threshold()[1:])
     try:
         GCCollector(registry=REGISTRY.collectors)
     except ValueError:
