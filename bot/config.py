@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agents.models.base import ChoiceScoring
+from agents.models.base import ChoiceScoring, DecisionLayout
 
 Mode = Literal["socket", "http", "chat"]
 ToolDecision = Literal["auto", "decide-first", "one-call"]
@@ -75,6 +75,14 @@ class Settings(BaseSettings):
         "embedded model calibration routed worse (13 of the first 27 routing_dev messages "
         "against 25 greedy): a content-free message is rightly the supervisor's own. A "
         "server without log-probabilities: greedy.",
+    )
+    decision_layouts: Annotated[tuple[DecisionLayout, ...] | None, NoDecode] = Field(
+        default=None,
+        description="How a decide-first choice is laid out for the model, comma separated: "
+        "`question` (the options listed under a question about the fenced conversation), "
+        "`functions` (the options as function signatures, the conversation as chat turns), "
+        "or both: each asked, read by log-probabilities and added. Unset: both on the "
+        "embedded model, `question` on the rest.",
     )
     max_output_tokens: int = Field(
         default=400, description="Output token cap of an agent call (unless its YAML sets one)."
@@ -212,6 +220,14 @@ class Settings(BaseSettings):
         # make every forged request verify.
         if value is not None and not value.get_secret_value().strip():
             raise ValueError("is set but empty; unset it or give it a value")
+        return value
+
+    @field_validator("decision_layouts", mode="before")
+    @classmethod
+    def _parse_layouts(cls, value: object) -> object:
+        if isinstance(value, str):
+            layouts = tuple(v.strip() for v in value.split(",") if v.strip())
+            return layouts or None
         return value
 
     @field_validator("support_leads", mode="before")

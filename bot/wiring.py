@@ -110,6 +110,7 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
             api_key=_api_key(name),
             decision=settings.tool_decision,
             choice_scoring=settings.decision_scoring,
+            decision_layouts=settings.decision_layouts or ("question",),
             timeout=settings.model_timeout_seconds,
         )
 
@@ -151,8 +152,13 @@ def configured_models(settings: Settings, local: LocalEndpoint | None = None) ->
         if local is None:
             main, label = LocalModelNotStarted(), "local (not started)"
         else:
+            layouts = (
+                {"decision_layouts": settings.decision_layouts} if settings.decision_layouts else {}
+            )
             main = local.litellm_model(
-                decision=settings.tool_decision, choice_scoring=settings.decision_scoring
+                decision=settings.tool_decision,
+                choice_scoring=settings.decision_scoring,
+                **layouts,
             )
             label = f"{local.model} (embedded, {local.api_base})"
     else:

@@ -25,7 +25,14 @@ from collections.abc import Sequence
 
 from agents.models.base import CHOICE_SCORINGS, ChoiceScoring, TokenLogprobs
 
-__all__ = ["CHOICE_SCORINGS", "PRIORS", "ChoiceScoring", "option_scores", "pick"]
+__all__ = [
+    "CHOICE_SCORINGS",
+    "PRIORS",
+    "ChoiceScoring",
+    "log_softmax",
+    "option_scores",
+    "pick",
+]
 TOP_LOGPROBS = 20
 """Alternatives asked for per answer token: enough to see every option of a small tree."""
 CONTENT_FREE = "N/A"
@@ -35,13 +42,14 @@ _PRIORS_KEPT = 256
 
 
 def option_scores(
-    logprobs: Sequence[TokenLogprobs], names: Sequence[str]
+    logprobs: Sequence[TokenLogprobs], names: Sequence[str], *, key: str | None = None
 ) -> dict[str, float] | None:
     """Each option's log-probability of being started, at the first answer token that
-    begins a name (after the JSON string's opening quote); None without log-probabilities.
+    begins a name (after the JSON string's opening quote; with `key`, the answer is an
+    object and the name is the value of that field); None without log-probabilities.
     An option none of the alternatives begins gets the least listed probability: at most
     that, as far as the model's top alternatives tell."""
-    position = _name_position(logprobs)
+    position = _name_position(logprobs, key)
     if position is None:
         return None
     top = logprobs[position].top
@@ -59,11 +67,28 @@ def option_scores(
     return scores
 
 
-def _name_position(logprobs: Sequence[TokenLogprobs]) -> int | None:
-    for index, token in enumerate(logprobs):
-        if token.token.strip(_QUOTES):
+def _name_position(logprobs: Sequence[TokenLogprobs], key: str | None = None) -> int | None:
+    start = 0
+    if key is not None:  # the first token after `"key":`
+        seen = ""
+        start = len(logprobs)
+        for index, token in enumerate(logprobs):
+            seen += token.token
+            if f'"{key}"' in seen and ":" in seen.split(f'"{key}"', 1)[1]:
+                start = index + 1
+                break
+    for index in range(start, len(logprobs)):
+        if logprobs[index].token.strip(_QUOTES):
             return index
     return None
+
+
+def log_softmax(scores: dict[str, float]) -> dict[str, float]:
+    """`scores` as log-probabilities over these options alone (they sum to one), so the
+    scores of two differently asked decisions can be added."""
+    top = max(scores.values())
+    total = top + math.log(sum(math.exp(score - top) for score in scores.values()))
+    return {name: score - total for name, score in scores.items()}
 
 
 def pick(scores: dict[str, float], greedy: str, prior: dict[str, float] | None = None) -> str:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agents.events import FunctionCall, Part, Usage
@@ -50,6 +51,7 @@ from agents.llm.choice_scores import (
     PRIORS,
     TOP_LOGPROBS,
     ChoiceScoring,
+    log_softmax,
     option_scores,
     pick,
 )
@@ -71,13 +73,20 @@ from agents.llm.decision_requests import (
     unwrapped_reply,
     without_handoff_records,
 )
+from agents.llm.function_layout import NAME_KEY, function_names, functions_request
 from agents.llm.pretend_actions import find_pretend_action, hands_off, without_pretence
-from agents.llm.step_options import StepOptions, choice_scoring, step_options
+from agents.llm.step_options import (
+    StepOptions,
+    choice_scoring,
+    decision_layouts,
+    step_options,
+)
 from agents.llm.transfer import TRANSFER_TOOL
 from agents.llm.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
 from agents.models.base import (
     Content,
+    DecisionLayout,
     LlmRequest,
     LlmResponse,
     Model,
@@ -128,7 +137,7 @@ async def respond(
     if decides_first(model):
         request = without_handoff_records(request)
     scoring = choice_scoring(model) if decides_first(model) else "greedy"
-    step = _Step(request, options, generate or model.generate, scoring)
+    step = _Step(request, options, generate or model.generate, scoring, decision_layouts(model))
     if decides_first(model) and request.tools:
         response = await step.decide_and_act()
     else:
@@ -146,8 +155,10 @@ class _Step:
         options: StepOptions,
         generate: Callable[[LlmRequest], Awaitable[LlmResponse]],
         scoring: ChoiceScoring = "greedy",
+        layouts: Sequence[DecisionLayout] = ("question",),
     ) -> None:
         self.scoring = scoring
+        self.layouts = tuple(layouts) or ("question",)
         self.request = request
         self.options = options
         self.generate = generate
@@ -180,21 +191,17 @@ class _Step:
         *,
         record: bool = True,
     ) -> Choice:
-        """One of `choices`, asked by `build(step request)` (default: the step's decision
-        request), scored as `self.scoring` says (`agents.llm.choice_scores`). `record`:
-        counted and shown to the observers as a decision (a yes/no check is not)."""
+        """One of `choices`, asked by `build(step request)`, or by default in each of the
+        model's decision layouts (`DECISION_LAYOUTS`), and read as `_read` says.
+        `record`: counted and shown to the observers as a decision (a yes/no check is
+        not)."""
         started = time.perf_counter()
-        ask = build or self._decision_builder(choices)
-        request = self._scored(ask(self.request))
-        response = await self.call(request)
-        choice = parse_choice(response.text, choices)
-        scores = option_scores(response.logprobs, [c.name for c in choices])
-        if scores is not None and self.scoring != "greedy":
-            prior = None
-            if self.scoring == "calibrated":
-                prior = await self._prior(ask, request, choices)
-            picked = pick(scores, choice.name, prior)
-            choice = next(c for c in choices if c.name == picked)
+        if build is not None:
+            choice = await self._read(choices, [_Asked(build)], self.scoring)
+        else:
+            asked = [self._layout(layout, choices) for layout in self.layouts]
+            scoring = self.scoring if len(asked) == 1 else _scoring_together(self.scoring)
+            choice = await self._read(choices, asked, scoring)
         seconds = time.perf_counter() - started
         if not record:
             return choice
@@ -209,6 +216,48 @@ class _Step:
             notify(Decision(self.options.agent, choice.name, choice.kind, seconds))
         return choice
 
+    async def _read(
+        self, choices: Sequence[Choice], asked: Sequence[_Asked], scoring: ChoiceScoring
+    ) -> Choice:
+        """The choice when the model is asked each way in `asked`. One way is read as
+        `scoring` says (`agents.llm.choice_scores`). Several are each read by their
+        log-probabilities (less their priors, when calibrating), as log-probabilities
+        over these options alone, and added: where the ways disagree, the surer one wins.
+        An answer without log-probabilities leaves the first way's constrained answer."""
+        greedy: Choice | None = None
+        total: dict[str, float] = {}
+        for ask in asked:
+            names = list(ask.names or [c.name for c in choices])
+            request = self._scored(ask.build(self.request), scoring)
+            response = await self.call(request)
+            index = _picked_index(response.text, choices, names)
+            greedy = greedy or choices[index]
+            scores = option_scores(response.logprobs, names, key=ask.key)
+            if scores is None or scoring == "greedy":
+                return greedy
+            if scoring == "calibrated":
+                prior = await self._prior(ask, request, names)
+                scores = {n: v - (prior or {}).get(n, 0.0) for n, v in scores.items()}
+            if len(asked) == 1:
+                return choices[names.index(pick(scores, names[index]))]
+            for choice, name in zip(choices, names, strict=True):
+                total[choice.name] = total.get(choice.name, 0.0) + log_softmax(scores)[name]
+        assert greedy is not None
+        best = pick(total, greedy.name)
+        return next(c for c in choices if c.name == best)
+
+    def _layout(self, layout: DecisionLayout, choices: Sequence[Choice]) -> _Asked:
+        if layout == "functions":
+            instruction = self.options.instruction
+            return _Asked(
+                lambda request: functions_request(
+                    request, instruction=instruction, choices=choices
+                ),
+                names=tuple(function_names(choices)),
+                key=NAME_KEY,
+            )
+        return _Asked(self._decision_builder(choices))
+
     def _decision_builder(self, choices: Sequence[Choice]) -> Callable[[LlmRequest], LlmRequest]:
         def build(request: LlmRequest) -> LlmRequest:
             return decision_request(
@@ -220,29 +269,27 @@ class _Step:
 
         return build
 
-    def _scored(self, request: LlmRequest) -> LlmRequest:
-        if self.scoring == "greedy":
+    def _scored(self, request: LlmRequest, scoring: ChoiceScoring) -> LlmRequest:
+        if scoring == "greedy":
             return request
         config = request.config.model_copy(update={"top_logprobs": TOP_LOGPROBS})
         return request.model_copy(update={"config": config})
 
     async def _prior(
-        self,
-        build: Callable[[LlmRequest], LlmRequest],
-        asked: LlmRequest,
-        choices: Sequence[Choice],
+        self, ask: _Asked, asked: LlmRequest, names: Sequence[str]
     ) -> dict[str, float] | None:
         """The options' scores for a content-free message under the same prompt: asked
         once per prompt and options, then kept (`PRIORS`)."""
-        names = [c.name for c in choices]
         kept = PRIORS.get(asked.system_instruction, names)
         if kept is not None:
             return kept
         blank = Content(role="user", parts=(Part(text=CONTENT_FREE),))
         response = await self.call(
-            self._scored(build(self.request.model_copy(update={"contents": [blank]})))
+            self._scored(
+                ask.build(self.request.model_copy(update={"contents": [blank]})), "logprobs"
+            )
         )
-        scores = option_scores(response.logprobs, names)
+        scores = option_scores(response.logprobs, names, key=ask.key)
         if scores is not None:
             PRIORS.put(asked.system_instruction, names, scores)
         return scores
@@ -441,3 +488,25 @@ def _closed_arguments(text: str, tool: ToolDeclaration) -> dict[str, Any] | None
 
 def _calls(*calls: FunctionCall) -> LlmResponse:
     return LlmResponse(parts=tuple(Part(function_call=c) for c in calls))
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """One way of asking a decision: its request builder, the names its answer gives the
+    options (in the choices' order; None: their own names), and the answer object's field
+    that holds the name (None: the answer is the bare name)."""
+
+    build: Callable[[LlmRequest], LlmRequest]
+    names: tuple[str, ...] | None = None
+    key: str | None = None
+
+
+def _scoring_together(scoring: ChoiceScoring) -> ChoiceScoring:
+    """Several layouts are read together by log-probabilities (calibrated, if asked)."""
+    return "calibrated" if scoring == "calibrated" else "logprobs"
+
+
+def _picked_index(text: str, choices: Sequence[Choice], names: Sequence[str]) -> int:
+    """The index of the option the constrained answer `text` names (`parse_choice`)."""
+    renamed = [Choice(n, c.kind, c.description) for c, n in zip(choices, names, strict=True)]
+    return renamed.index(parse_choice(text, renamed))

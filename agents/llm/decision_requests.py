@@ -277,8 +277,8 @@ def parse_choice(text: str, choices: Sequence[Choice]) -> Choice:
         picked = json.loads(text)
     except json.JSONDecodeError:
         picked = None
-    if isinstance(picked, dict):  # a server that insists on an object
-        picked = picked.get("choice")
+    if isinstance(picked, dict):  # an object answer (a layout's, or a server's that insists)
+        picked = picked.get("choice", picked.get("name"))
     if isinstance(picked, str) and picked in by_name:
         return by_name[picked]
     named = [c for c in choices if c.name in text]

@@ -10,7 +10,7 @@ from agents.llm.choice_scores import CHOICE_SCORINGS, ChoiceScoring
 from agents.llm.decision_requests import Choice
 from agents.llm.instructions import template_words
 from agents.llm.transfer import transfer_targets
-from agents.models.base import Model, ToolDeclaration
+from agents.models.base import DECISION_LAYOUTS, DecisionLayout, Model, ToolDeclaration
 
 if TYPE_CHECKING:
     from agents.context import InvocationContext
@@ -21,6 +21,15 @@ def choice_scoring(model: Model) -> ChoiceScoring:
     """How `model`'s decisions are scored (`agents.llm.choice_scores`); default greedy."""
     scoring = getattr(model, "choice_scoring", "greedy")
     return scoring if scoring in CHOICE_SCORINGS else "greedy"
+
+
+def decision_layouts(model: Model) -> tuple[DecisionLayout, ...]:
+    """How `model`'s decisions are laid out, in order (`agents.llm.decision`); default the
+    question alone. Unknown names are left out."""
+    layouts = tuple(
+        layout for layout in getattr(model, "decision_layouts", ()) if layout in DECISION_LAYOUTS
+    )
+    return layouts or ("question",)
 
 
 @dataclass(frozen=True)

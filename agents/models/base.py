@@ -31,6 +31,9 @@ class Content(BaseModel):
 ChoiceScoring = Literal["greedy", "logprobs", "calibrated"]
 """How a decide-first model's constrained choice is read (`agents.llm.choice_scores`)."""
 CHOICE_SCORINGS: tuple[ChoiceScoring, ...] = ("greedy", "logprobs", "calibrated")
+DecisionLayout = Literal["question", "functions"]
+"""How a decide-first choice is laid out for the model (`agents.llm.decision`)."""
+DECISION_LAYOUTS: tuple[DecisionLayout, ...] = ("question", "functions")
 
 
 class GenerateConfig(BaseModel):

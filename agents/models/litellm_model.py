@@ -10,12 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
 from agents.events import Usage
 from agents.metrics import REGISTRY
-from agents.models.base import ChoiceScoring, LlmRequest, LlmResponse, ModelError
+from agents.models.base import (
+    DECISION_LAYOUTS,
+    ChoiceScoring,
+    DecisionLayout,
+    LlmRequest,
+    LlmResponse,
+    ModelError,
+)
 from agents.models.litellm_stream import stream_completion
 from agents.models.openai_format import (
     MalformedToolCall,
@@ -84,8 +91,9 @@ class LiteLlmModel:
     reply or the tool's arguments), `"one-call"` (answer or call a tool in one call), or
     `"auto"`: decide first exactly when tools go out prompted. `choice_scoring` says how
     such a decision is read (`agents.llm.choice_scores`): the greedy answer, or the
-    options' log-probabilities, raw or calibrated. `extra` is passed to every
-    `acompletion` call as is.
+    options' log-probabilities, raw or calibrated; `decision_layouts` how it is laid out
+    (`agents.llm.function_layout`): several are each asked and read together. `extra`
+    is passed to every `acompletion` call as is.
     The API key is never logged, nor shown in `repr`.
     """
 
@@ -102,12 +110,16 @@ class LiteLlmModel:
         tool_mode: ToolMode = "native",
         decision: ToolDecision = "auto",
         choice_scoring: ChoiceScoring = "greedy",
+        decision_layouts: Sequence[DecisionLayout] = ("question",),
         extra: dict[str, Any] | None = None,
     ) -> None:
         if tool_mode not in ("native", "prompted", "auto"):
             raise ValueError(f"tool_mode must be native, prompted or auto, not {tool_mode!r}")
         if decision not in TOOL_DECISIONS:
             raise ValueError(f"decision must be one of {TOOL_DECISIONS}, not {decision!r}")
+        unknown = [layout for layout in decision_layouts if layout not in DECISION_LAYOUTS]
+        if unknown or not decision_layouts:
+            raise ValueError(f"decision layouts must be among {DECISION_LAYOUTS}, not {unknown}")
         self.name = model
         self.api_base = api_base
         self._api_key = api_key
@@ -116,6 +128,7 @@ class LiteLlmModel:
         self.tool_mode: ToolMode = tool_mode
         self.decision: ToolDecision = decision
         self.choice_scoring: ChoiceScoring = choice_scoring
+        self.decision_layouts: tuple[DecisionLayout, ...] = tuple(decision_layouts)
         self.extra = dict(extra or {})
         self._native_tools: bool | None = None
         self._response_format_ok = True

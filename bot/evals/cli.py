@@ -98,6 +98,7 @@ async def eval_routing(
     each case at the supervisor's transfer and does not write its own replies, so it
     measures decisions only (see `evaluate_routing` and `RouteOnlyModel`)."""
     from agents.base_agent import BaseAgent
+    from agents.llm.step_options import decision_layouts
     from agents.tree import build_support_tree
     from bot.evals.routing import (
         RouteMap,
@@ -114,7 +115,12 @@ async def eval_routing(
     route_map = RouteMap.parse(routes)
     cases = select_every_nth(list(load_cases(data)), limit)
     async with open_models(settings) as models:
-        out.write(f"model: {models.label}, decision scoring: {settings.decision_scoring}\n")
+        main = models.resolve(models.main)
+        layouts = ",".join(decision_layouts(main))
+        out.write(
+            f"model: {models.label}, decision scoring: {settings.decision_scoring}, "
+            f"layouts: {layouts}\n"
+        )
 
         def tree() -> BaseAgent:
             if not route_only:

@@ -253,6 +253,10 @@ class RouteOnlyModel:
     def choice_scoring(self) -> str:
         return str(getattr(self.model, "choice_scoring", "greedy"))
 
+    @property
+    def decision_layouts(self) -> tuple[str, ...]:
+        return tuple(getattr(self.model, "decision_layouts", ("question",)))
+
     async def generate(self, request: LlmRequest) -> LlmResponse:
         is_reply = not request.tools and request.response_schema is None
         if request.agent_name == self.root and is_reply:

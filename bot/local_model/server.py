@@ -99,6 +99,9 @@ class LocalEndpoint:
             "timeout": self.timeout,
             "tool_mode": "prompted",
             "max_retries": 1,
+            # Its two decision layouts err on different messages; read together they
+            # routed routing_dev better than either alone (README, issue 16).
+            "decision_layouts": ("question", "functions"),
         }
         options.update(overrides)
         return LiteLlmModel(self.model, **options)
