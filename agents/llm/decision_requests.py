@@ -73,7 +73,8 @@ def _option_text(choice: Choice, agent: str) -> str:
     return f"hand the conversation to this agent. It handles: {description}"
 
 
-def _choice_config(request: LlmRequest) -> Any:
+def choice_config(request: LlmRequest) -> Any:
+    """The generation settings of a constrained choice: greedy, and short."""
     return request.config.model_copy(update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS})
 
 
@@ -88,16 +89,8 @@ def _choice_request(
     """A one-message request whose answer is one of `choices`, by name."""
     # A bare JSON string: the fewest tokens to generate, each one constrained.
     schema = {"title": title, "type": "string", "enum": [c.name for c in choices]}
-    config = _choice_config(request)
-    return request.model_copy(
-        update={
-            "system_instruction": "\n\n".join(s for s in (instruction, note) if s),
-            "contents": [Content(role="user", parts=(Part(text=question),))],
-            "tools": [],
-            "response_schema": schema,
-            "config": config,
-        }
-    )
+    contents = [Content(role="user", parts=(Part(text=question),))]
+    return tool_less(request, instruction, note, contents, schema, choice_config(request))
 
 
 def review_request(
@@ -210,12 +203,25 @@ def _plain(
     schema: dict[str, Any] | None,
     config: Any,
 ) -> LlmRequest:
-    """A tool-less request: history as text, the instruction first (so a server's prompt
-    cache shares it between the decision and the act), then `note`."""
+    """A tool-less request with the history as text (`tool_less`)."""
+    contents = [render_content(c) for c in request.contents]
+    return tool_less(request, instruction, note, contents, schema, config)
+
+
+def tool_less(
+    request: LlmRequest,
+    instruction: str,
+    note: str,
+    contents: Sequence[Content],
+    schema: dict[str, Any] | None,
+    config: Any,
+) -> LlmRequest:
+    """`request` with no tools: the instruction first (so a server's prompt cache shares
+    it between the decision and the act), then `note`; `contents` and `schema` as given."""
     return request.model_copy(
         update={
             "system_instruction": "\n\n".join(s for s in (instruction, note) if s),
-            "contents": [render_content(c) for c in request.contents],
+            "contents": list(contents),
             "tools": [],
             "response_schema": schema,
             "config": config,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agents.llm.decision_requests import DECISION_MAX_TOKENS, Choice
+from agents.llm.decision_requests import Choice, choice_config, tool_less
 from agents.models.base import Content, LlmRequest
 from agents.models.prompted_tools import render_content
 
@@ -78,18 +78,8 @@ def functions_request(
         "properties": {NAME_KEY: {"type": "string", "enum": names}},
         "required": [NAME_KEY],
     }
-    config = request.config.model_copy(
-        update={"temperature": 0.0, "max_tokens": DECISION_MAX_TOKENS}
-    )
-    return request.model_copy(
-        update={
-            "system_instruction": "\n\n".join(s for s in (instruction, system) if s),
-            "contents": [_chat_turn(c) for c in request.contents],
-            "tools": [],
-            "response_schema": schema,
-            "config": config,
-        }
-    )
+    contents = [_chat_turn(c) for c in request.contents]
+    return tool_less(request, instruction, system, contents, schema, choice_config(request))
 
 
 def _function_text(choice: Choice) -> str:
