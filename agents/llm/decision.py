@@ -240,8 +240,9 @@ class _Step:
                 scores = {n: v - (prior or {}).get(n, 0.0) for n, v in scores.items()}
             if len(asked) == 1:
                 return choices[names.index(pick(scores, names[index]))]
+            shares = log_softmax(scores)
             for choice, name in zip(choices, names, strict=True):
-                total[choice.name] = total.get(choice.name, 0.0) + log_softmax(scores)[name]
+                total[choice.name] = total.get(choice.name, 0.0) + shares[name]
         assert greedy is not None
         best = pick(total, greedy.name)
         return next(c for c in choices if c.name == best)
