@@ -29,6 +29,7 @@ __all__ = [
     "CHOICE_SCORINGS",
     "PRIORS",
     "ChoiceScoring",
+    "calibrated",
     "log_softmax",
     "option_scores",
     "pick",
@@ -91,13 +92,18 @@ def log_softmax(scores: dict[str, float]) -> dict[str, float]:
     return {name: score - total for name, score in scores.items()}
 
 
-def pick(scores: dict[str, float], greedy: str, prior: dict[str, float] | None = None) -> str:
-    """The best-scored option (each score less its `prior`, when calibrating); among
-    options scored alike, the greedy answer if it is one of them."""
-    adjusted = {name: score - (prior or {}).get(name, 0.0) for name, score in scores.items()}
-    best = max(adjusted.values())
-    tied = [name for name, score in adjusted.items() if math.isclose(score, best, abs_tol=1e-9)]
+def pick(scores: dict[str, float], greedy: str) -> str:
+    """The best-scored option; among options scored alike, the greedy answer if it is one
+    of them."""
+    best = max(scores.values())
+    tied = [name for name, score in scores.items() if math.isclose(score, best, abs_tol=1e-9)]
     return greedy if greedy in tied else tied[0]
+
+
+def calibrated(scores: dict[str, float], prior: dict[str, float] | None) -> dict[str, float]:
+    """Each score less the same option's `prior` (a log-probability division): how much
+    the message itself moved the model towards each option."""
+    return {name: score - (prior or {}).get(name, 0.0) for name, score in scores.items()}
 
 
 class Priors:

@@ -51,6 +51,7 @@ from agents.llm.choice_scores import (
     PRIORS,
     TOP_LOGPROBS,
     ChoiceScoring,
+    calibrated,
     log_softmax,
     option_scores,
     pick,
@@ -236,8 +237,7 @@ class _Step:
             if scores is None or scoring == "greedy":
                 return greedy
             if scoring == "calibrated":
-                prior = await self._prior(ask, request, names)
-                scores = {n: v - (prior or {}).get(n, 0.0) for n, v in scores.items()}
+                scores = calibrated(scores, await self._prior(ask, request, names))
             if len(asked) == 1:
                 return choices[names.index(pick(scores, names[index]))]
             shares = log_softmax(scores)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents import LlmAgent
-from agents.llm.choice_scores import PRIORS, TOP_LOGPROBS, option_scores, pick
+from agents.llm.choice_scores import PRIORS, TOP_LOGPROBS, calibrated, option_scores, pick
 from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, TokenLogprobs
 from agents.models.openai_format import from_openai_response, to_openai_params
 from agents.models.scripted import ScriptedModel, json_text
@@ -118,7 +118,7 @@ def test_option_scores_count_every_token_that_starts_a_name() -> None:
     assert pick(scores, "support_supervisor") == "billing_agent"
     # The prior is subtracted; a tie goes to the greedy answer.
     even = {"billing_agent": scores["billing_agent"] + 0.9}
-    assert pick(scores, "support_supervisor", even) == "support_supervisor"
+    assert pick(calibrated(scores, even), "support_supervisor") == "support_supervisor"
     assert option_scores([], names) is None
 
 
