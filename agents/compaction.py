@@ -141,7 +141,26 @@ class Compactor:
         # One compaction at a time per session; entries vanish with their last user.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
+    def due(self, session: Session, invocation_id: str) -> bool:
+        """Whether `session`, as the invocation left it, holds a window to compact.
+
+        The runner's session holds every event since the last compaction and the
+        invocation's own, so most invocations (the ones that do not close a window) end
+        here, without a slot, a reload or a lock. A window another process's events
+        completed is compacted after the next invocation here."""
+        return (
+            select_window(
+                session.events,
+                interval=self.config.compaction_interval,
+                overlap=self.config.overlap_size,
+                completed_through=invocation_id,
+            )
+            is not None
+        )
+
     async def __call__(self, session: Session, invocation_id: str) -> None:
+        if not self.due(session, invocation_id):
+            return
         lock = self._locks.get(session.id)
         if lock is None:
             lock = self._locks[session.id] = asyncio.Lock()

@@ -247,7 +247,9 @@ def compaction_hook(
             overlap_size=settings.compaction_overlap,
         ),
     )
-    return compactor if limit is None else LimitedHook(compactor, limit, Priority.DIGEST)
+    if limit is None:
+        return compactor
+    return LimitedHook(compactor, limit, Priority.DIGEST, due=compactor.due)
 
 
 def output_budget(settings: Settings) -> OutputBudget:

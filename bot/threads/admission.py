@@ -39,13 +39,17 @@ class PriorityLimit:
     def __init__(self, slots: int, *, gate: Callable[[], Awaitable[None]] | None = None) -> None:
         self._free = slots
         self._gate = gate
+        # The heap keeps the futures of waiters that gave up until they reach its top;
+        # `_queued` counts the ones still waiting, so asking costs nothing however long
+        # the queue grows.
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._queued = 0
         self._order = itertools.count()
 
     @property
     def waiting(self) -> int:
         """Work queued for a slot."""
-        return sum(1 for *_, fut in self._waiters if not fut.done())
+        return self._queued
 
     @asynccontextmanager
     async def slot(self, priority: Priority) -> AsyncIterator[None]:
@@ -59,16 +63,19 @@ class PriorityLimit:
             self._release()
 
     async def _acquire(self, priority: Priority) -> None:
-        if self._free > 0 and not self.waiting:
+        if self._free > 0 and not self._queued:
             self._free -= 1
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (int(priority), next(self._order), fut))
+        self._queued += 1
         try:
             await fut
         except asyncio.CancelledError:
-            # Granted just as it was cancelled: hand the slot on rather than leak it.
-            if fut.done() and not fut.cancelled():
+            if fut.cancelled():
+                self._queued -= 1  # gave up while queued; its entry is skipped later
+            else:
+                # Granted just as it was cancelled: hand the slot on rather than leak it.
                 self._release()
             raise
 
@@ -76,6 +83,7 @@ class PriorityLimit:
         while self._waiters:
             _, _, fut = heapq.heappop(self._waiters)
             if not fut.done():
+                self._queued -= 1
                 fut.set_result(None)
                 return
         self._free += 1
@@ -83,20 +91,27 @@ class PriorityLimit:
 
 class LimitedHook:
     """An after-invocation hook that runs only while holding a slot of `limit` at
-    `priority`: on a model with one slot, a reply never waits behind it."""
+    `priority`: on a model with one slot, a reply never waits behind it. `due`, when
+    given, says first whether the hook has anything to do, so an invocation that leaves
+    it nothing neither waits for a slot nor keeps its session alive in the queue."""
 
     def __init__(
         self,
         hook: Callable[[Any, str], Awaitable[None]],
         limit: PriorityLimit,
         priority: Priority,
+        *,
+        due: Callable[[Any, str], bool] | None = None,
     ) -> None:
         self.hook = hook
         self.limit = limit
         self.priority = priority
+        self.due = due
 
     async def __call__(self, session: Any, invocation_id: str) -> None:
-        """Wait for a slot, then run the hook."""
+        """Wait for a slot, then run the hook (unless `due` says there is nothing to do)."""
+        if self.due is not None and not self.due(session, invocation_id):
+            return
         async with self.limit.slot(self.priority):
             await self.hook(session, invocation_id)
 

@@ -94,6 +94,31 @@ async def test_compaction_follows_the_seed_timeline() -> None:
     ]
 
 
+class CountingSessions(InMemorySessionService):
+    """Counts the windowed reloads compaction makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.windowed_loads = 0
+
+    async def get_session(self, **kwargs: Any) -> Any:
+        self.windowed_loads += bool(kwargs.get("since_compaction"))
+        return await super().get_session(**kwargs)
+
+
+async def test_compaction_reloads_only_when_the_invocation_closes_a_window() -> None:
+    service = CountingSessions()
+    conversation, model, _ = compacting(RecordingSummarizer(), service)
+    loads = []
+    for n in range(1, 7):
+        before = service.windowed_loads
+        await turn(conversation, model, n)
+        # The runner's own load of each turn, plus compaction's when a window closes.
+        loads.append(service.windowed_loads - before)
+    assert loads == [1, 1, 2, 1, 1, 2]
+    assert len(await compactions(conversation)) == 2
+
+
 async def test_compaction_same_results_when_reloaded_from_sqlite(tmp_path: Any) -> None:
     storage = pytest.importorskip("storage.database")
     db = await storage.Database.open(f"sqlite+aiosqlite:///{tmp_path}/c.db")

@@ -253,6 +253,26 @@ async def test_limits_compactions_wait_for_the_shared_slot_count(
     assert (len(compaction.requests), peak) == (users, 2)
 
 
+async def test_limits_a_hook_with_nothing_due_takes_no_slot() -> None:
+    from bot.threads.admission import LimitedHook, Priority, PriorityLimit
+
+    limit = PriorityLimit(1)
+    ran: list[str] = []
+
+    async def hook(session: Any, invocation_id: str) -> None:
+        ran.append(invocation_id)
+
+    limited = LimitedHook(hook, limit, Priority.DIGEST, due=lambda _, inv: inv == "i2")
+    async with limit.slot(Priority.REPLY):
+        # Every slot is taken: a hook with nothing to do returns at once all the same.
+        await asyncio.wait_for(limited(object(), "i1"), 1)
+        waiting = asyncio.create_task(limited(object(), "i2"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and limit.waiting == 1
+    await asyncio.wait_for(waiting, 1)
+    assert ran == ["i2"]
+
+
 class CountingSummarizer:
     """The bot's summariser, held at a gate, counting the summaries running at once."""
 
