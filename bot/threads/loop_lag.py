@@ -3,9 +3,14 @@
 Acks and invocations share one event loop. When the process needs more CPU than it
 gets, every callback waits behind every other, and an ack (a handful of loop turns)
 slides past Slack's 3 s retry window. `LoopLagGate` samples how late a periodic timer
-fires; while that lag is above a threshold, new work (`admit`) waits in line instead of
-starting, so the loop's turns go to acks, and to the invocations already running.
+fires; while that lag stays above a threshold, new work (`admit`) waits in line instead
+of starting, so the loop's turns go to acks, and to the invocations already running.
 Work that waits here was accepted already: its message is durable in `db.inflight`.
+
+Only lag that persists holds work: `HOLD_AFTER_LATE_SAMPLES` late samples in a row. One
+late sample is a single long pause (a garbage collection, a burst of arrivals), already
+over when it is seen; holding starts then would only add the trickle's delay to every
+reply that arrived during it.
 
 Progress is guaranteed: a lagging sample still admits the oldest waiter, and a clear
 one admits twice as many as the clear sample before it (1, 2, 4, ...), so a backlog
@@ -28,6 +33,7 @@ REGISTRY.describe(
 )
 
 _IDLE_SAMPLES = 40
+HOLD_AFTER_LATE_SAMPLES = 2
 
 
 class LoopLagGate:
@@ -43,6 +49,7 @@ class LoopLagGate:
         self.interval = interval
         self.lag = 0.0
         self._held = False
+        self._late = 0
         self._budget = 1
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._sampler: asyncio.Task[None] | None = None
@@ -50,7 +57,7 @@ class LoopLagGate:
 
     @property
     def held(self) -> bool:
-        """True while the last sample was over the threshold."""
+        """True while the last `HOLD_AFTER_LATE_SAMPLES` samples were over the threshold."""
         return self._held
 
     @property
@@ -87,7 +94,8 @@ class LoopLagGate:
                 await asyncio.sleep(self.interval)
                 self.lag = max(0.0, loop.time() - due)
                 REGISTRY.set("support_bot_event_loop_lag_seconds", self.lag)
-                self._held = self.lag > self.threshold
+                self._late = self._late + 1 if self.lag > self.threshold else 0
+                self._held = self._late >= HOLD_AFTER_LATE_SAMPLES
                 if self._held:
                     self._budget = 1
                     self._let_in(1)
@@ -98,6 +106,7 @@ class LoopLagGate:
                 self._used = False
         finally:
             self._held = False
+            self._late = 0
             self._let_in(len(self._waiters))
 
     def _let_in(self, count: int) -> None:

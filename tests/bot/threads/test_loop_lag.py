@@ -72,6 +72,20 @@ async def test_loop_lag_gate_trickles_while_late_then_lets_the_backlog_in() -> N
     await gate.close()
 
 
+async def test_loop_lag_gate_lets_work_start_through_one_long_pause() -> None:
+    """One pause (a garbage collection, say) makes one late sample: work is not held."""
+    gate = LoopLagGate(threshold=0.05, interval=0.01)
+    await gate.admit()
+    await asyncio.sleep(0.03)
+    time.sleep(0.2)  # noqa: ASYNC251 - the one pause
+    await wait_for(lambda: gate.lag > 0.1)
+    assert not gate.held
+    started = time.monotonic()
+    await gate.admit()
+    assert time.monotonic() - started < 0.01
+    await gate.close()
+
+
 async def test_loop_lag_gate_close_lets_waiters_through() -> None:
     gate = LoopLagGate(threshold=0.02, interval=0.01)
     await gate.admit()
