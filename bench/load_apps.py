@@ -3,7 +3,11 @@
 
 - `bot`: the support bot's HTTP app (Bolt, durable acceptance, per-thread workers, SQLite
   at DATABASE_URL, the fake Web API at SLACK_API_URL) with a one-agent tree whose model
-  answers after MODEL_DELAY seconds.
+  answers after MODEL_DELAY seconds, run as `build_runner` ships it otherwise: compaction
+  after each invocation (`COMPACTION_INTERVAL`, on a sleepy summariser that answers after
+  COMPACTION_DELAY seconds, the 500 ms summariser of `bench/compaction_tokens.py` by
+  default), the Slack and speaker plugins, and one slot count with its loop-lag gate
+  shared by replies and compaction.
 - `bare`: the baseline, a bare Bolt app that acks, then after the same MODEL_DELAY posts
   an echo through one shared aiohttp session (the cheapest app that does the same job).
 - `multi`: `bot` as `support-bot serve` runs it, with its background jobs (heartbeat and
@@ -43,6 +47,9 @@ from bot.event_loop import run
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.server import run_web, start_jobs
+from bot.threads.admission import PriorityLimit
+from bot.threads.speaker import SpeakerPlugin
+from bot.wiring import compaction_hook, loop_lag_gate, work_limit
 from storage.database import Database
 
 
@@ -72,16 +79,34 @@ class SleepyModel:
         yield LlmResponse.from_text(text)
 
 
-async def bot(settings: Settings) -> None:
-    db = await Database.open(settings.database_url)
-    agent = LlmAgent(name="support_supervisor", model=SleepyModel(float(os.environ["MODEL_DELAY"])))
-    runner = Runner(
-        agent=agent,
+def shipped_runner(settings: Settings, db: Database, limit: PriorityLimit) -> Runner:
+    """A one-agent tree on the sleepy model, with what `bot.wiring.build_runner` adds to
+    every tree: compaction after each invocation (so a thread's history stays bounded, as
+    in production) and the Slack and speaker plugins."""
+    model = SleepyModel(float(os.environ["MODEL_DELAY"]))
+    summariser = SleepyModel(float(os.environ.get("COMPACTION_DELAY", "0.5")))
+    return Runner(
+        agent=LlmAgent(name="support_supervisor", model=model),
         app_name=settings.app_name,
         session_service=db.sessions,
-        plugins=[SlackTsPlugin()],
+        after_invocation=[compaction_hook(settings, db.sessions, summariser, limit)],
+        plugins=[SlackTsPlugin(), SpeakerPlugin()],
+        max_message_chars=settings.max_model_message_chars,
     )
-    services, slack = await create_services(settings, db=db, runner=runner, summarizer=object())
+
+
+async def bot(settings: Settings) -> None:
+    db = await Database.open(settings.database_url)
+    gate = loop_lag_gate(settings)
+    limit = work_limit(settings, gate)
+    services, slack = await create_services(
+        settings,
+        db=db,
+        runner=shipped_runner(settings, db, limit),
+        summarizer=object(),
+        limit=limit,
+        gate=gate,
+    )
 
     async def close() -> None:
         await slack.close()
@@ -102,15 +127,17 @@ def bench_record(request: LlmRequest) -> str:
 
 async def multi(settings: Settings) -> None:
     db = await Database.open(settings.database_url)
-    agent = LlmAgent(name="support_supervisor", model=SleepyModel(float(os.environ["MODEL_DELAY"])))
-    runner = Runner(
-        agent=agent,
-        app_name=settings.app_name,
-        session_service=db.sessions,
-        plugins=[SlackTsPlugin()],
-    )
+    gate = loop_lag_gate(settings)
+    limit = work_limit(settings, gate)
     summarizer = SummaryService(ScriptedModel([bench_record] * 100_000))
-    services, slack = await create_services(settings, db=db, runner=runner, summarizer=summarizer)
+    services, slack = await create_services(
+        settings,
+        db=db,
+        runner=shipped_runner(settings, db, limit),
+        summarizer=summarizer,
+        limit=limit,
+        gate=gate,
+    )
     scheduler = start_jobs(services)
 
     async def close() -> None:

@@ -1,6 +1,7 @@
 """Load benchmark for the Slack app in HTTP mode.
 
-Starts the bot against the fake Web API, with a model that sleeps 2 s per call, and a
+Starts the bot against the fake Web API, with a model that sleeps 2 s per call (and
+compaction after every invocation as shipped, on a summariser that sleeps 0.5 s), and a
 bare Bolt app that echoes after the same sleep, side by side, each in its own process as
 in production (`bench/load_apps.py`); the load generator and the fake Web API share this
 one. Sends RATE signed events per second for SECONDS across THREADS threads to both, then
@@ -214,6 +215,7 @@ async def run_trial(
     *,
     postgres_admin: str = "",
     streaming: str = "auto",
+    compaction_delay: float = 0.5,
 ) -> Trial:
     """Start both apps, send `rate` events a second for `seconds` to each, wait for the
     replies, and measure; each trial starts from fresh processes and an empty database."""
@@ -228,6 +230,7 @@ async def run_trial(
             "DATABASE_URL": database_url or f"sqlite+aiosqlite:///{tmp / 'bench.db'}",
             "MAX_CONCURRENT_INVOCATIONS": str(concurrency),
             "MODEL_DELAY": str(delay),
+            "COMPACTION_DELAY": str(compaction_delay),
             "LOG_LEVEL": "WARNING",
             "STREAMING": streaming,
         }
@@ -354,6 +357,7 @@ async def find_capacity(args: argparse.Namespace) -> None:
             args.concurrency,
             args.database_url,
             postgres_admin=args.postgres_admin,
+            compaction_delay=args.compaction_delay,
         )
         ok = result.sustained(margin)
         result.report()
@@ -421,6 +425,7 @@ async def run(args: argparse.Namespace) -> None:
             args.database_url,
             postgres_admin=args.postgres_admin,
             streaming=way,
+            compaction_delay=args.compaction_delay,
         )
         print(f"== STREAMING={way}")
         result.report()
@@ -441,6 +446,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--threads", type=int, default=500)
     parser.add_argument("--model-delay", type=float, default=2.0)
+    parser.add_argument(
+        "--compaction-delay", type=float, default=0.5, help="seconds the summariser sleeps"
+    )
     parser.add_argument(
         "--concurrency", type=int, default=400, help="MAX_CONCURRENT_INVOCATIONS of the bot"
     )
