@@ -144,10 +144,12 @@ class Compactor:
     def due(self, session: Session, invocation_id: str) -> bool:
         """Whether `session`, as the invocation left it, holds a window to compact.
 
-        The runner's session holds every event since the last compaction and the
+        The runner's session holds every event since the last compaction it saw and the
         invocation's own, so most invocations (the ones that do not close a window) end
-        here, without a slot, a reload or a lock. A window another process's events
-        completed is compacted after the next invocation here."""
+        here, without a slot, a reload or a lock. The answer errs one way only: a
+        compaction written after that session was loaded makes it count more fresh
+        invocations, never fewer, and the reload under the lock then decides. A window
+        another process's events completed is compacted after the next invocation here."""
         return (
             select_window(
                 session.events,
