@@ -130,9 +130,10 @@ class Settings(BaseSettings):
     hold_starts_over_loop_lag_ms: float = Field(
         default=50,
         gt=0,
-        description="While the event loop runs a 50 ms timer later than this, accepted "
-        "messages and other work wait (durably) before starting, so Slack's acks keep "
-        "their CPU under overload; the oldest still starts on every timer tick.",
+        description="While the event loop runs a 50 ms timer later than this on two "
+        "samples in a row, accepted messages and other work wait (durably) before "
+        "starting, so Slack's acks keep their CPU under overload; the oldest still starts "
+        "on every timer tick.",
     )
     gc_young_threshold: int = Field(
         default=50_000,
