@@ -158,6 +158,7 @@ class InflightStore:
         )
         self._insert_row = Prepared(gate.insert(inflight).on_conflict_do_nothing())
         self._queue: list[_Pending] = []
+        self._flushing = False
         self._flusher: asyncio.Task[None] | None = None
 
     async def accept(
@@ -180,6 +181,15 @@ class InflightStore:
         Accepts sit on the ack path, so concurrent ones are group-committed: every accept
         that arrives while a batch is being written goes into the next single
         transaction, instead of each waiting its turn for SQLite's one writer.
+
+        On SQLite the accept that finds no batch being written writes it in its own task:
+        the write does not yield to the event loop (`storage.sqlite_inline`), so the ack
+        waits for no loop turn to start a flusher task and none to be woken by it. Such a
+        write yields only before it commits (the first connection's open, another writer
+        or process holding the lock, a retry's backoff); an accept cancelled there puts
+        the unwritten batch back and hands the rest to a flusher task. PostgreSQL's write
+        is network round trips, a commit among them, so it always runs in the flusher
+        task, which a cancelled request cannot interrupt.
         """
         pending = _Pending(
             {"key": delivery_key, "created_at": now},
@@ -194,21 +204,46 @@ class InflightStore:
             keeps_dm_conversation,
         )
         self._queue.append(pending)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
+        if not self._flushing:
+            if self._gate.is_sqlite:
+                try:
+                    await self._flush(until=pending)
+                finally:
+                    self._hand_on()  # what queued meanwhile, or what a cancellation left
+            else:
+                self._hand_on()
         return await asyncio.shield(pending.future)
 
-    async def _flush(self) -> None:
-        while self._queue:
-            batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
-            try:
-                accepted = await self._gate.write(partial(self._write_batch, batch), urgent=True)
-            except Exception as exc:
+    def _hand_on(self) -> None:
+        """Write whatever is queued in a flusher task of its own."""
+        if self._queue and not self._flushing:
+            self._flushing = True
+            self._flusher = asyncio.create_task(self._flush(started=True))
+
+    async def _flush(self, *, started: bool = False, until: _Pending | None = None) -> None:
+        """Write the queue batch by batch (only until `until` is written, when given)."""
+        assert started or not self._flushing
+        self._flushing = True
+        try:
+            while self._queue and (until is None or not until.future.done()):
+                batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
+                try:
+                    accepted = await self._gate.write(
+                        partial(self._write_batch, batch), urgent=True
+                    )
+                except Exception as exc:
+                    for pending in batch:
+                        pending.future.set_exception(exc)
+                    continue
+                except BaseException:
+                    # Cancelled, which on SQLite can only land before the commit (nothing
+                    # after it yields; see `accept`): not written, so first in line again.
+                    self._queue[:0] = batch
+                    raise
                 for pending in batch:
-                    pending.future.set_exception(exc)
-                continue
-            for pending in batch:
-                pending.future.set_result(pending in accepted)
+                    pending.future.set_result(pending in accepted)
+        finally:
+            self._flushing = False
 
     async def _write_batch(self, batch: list[_Pending], conn: AsyncConnection) -> set[_Pending]:
         first: dict[str, _Pending] = {}

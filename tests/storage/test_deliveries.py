@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from storage import Database
 
@@ -57,3 +61,75 @@ async def test_delivery_accepts_are_group_committed_and_exactly_once(db: Databas
     assert sorted(winners) == sorted(set(messages))
     left = await db.inflight.left_by_others("nobody", now=2.0, dead_after=None)
     assert sorted(r.message_ts for r in left) == sorted(set(messages))
+
+
+def _accept(db: Database, ts: str) -> Any:
+    from storage.delivery.inflight import InflightKey
+
+    return db.inflight.accept(
+        InflightKey(team_id="T1", channel_id="D1", message_ts=ts),
+        thread_ts=ts,
+        message={"user": "U1", "text": f"hello {ts}"},
+        delivery_key=f"message:T1:D1:{ts}",
+        owner="proc-1",
+        now=1.0,
+    )
+
+
+async def test_a_sqlite_accept_writes_without_yielding_to_the_loop(tmp_path: Path) -> None:
+    """The ack waits for no loop turn: with nothing else writing, the accept's coroutine
+    runs to its end in one step (no flusher task to start, none to wake it)."""
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    try:
+        assert await _accept(db, "1700000000.000100")  # opens the writing connection
+        step = _accept(db, "1700000000.000200")
+        with pytest.raises(StopIteration) as done:
+            step.send(None)
+        assert done.value.value is True
+        left = await db.inflight.left_by_others("nobody", now=2.0, dead_after=None)
+        assert sorted(r.message_ts for r in left) == ["1700000000.000100", "1700000000.000200"]
+    finally:
+        await db.close()
+
+
+async def test_a_sqlite_accept_cancelled_while_waiting_to_write_hands_its_batch_on(
+    tmp_path: Path,
+) -> None:
+    """An accept cancelled before its batch commits (here: waiting for the writer slot)
+    leaves the batch to a flusher task: the accepts queued behind it are answered, and
+    the cancelled one's message is stored as a shielded accept's would be."""
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    try:
+        assert await _accept(db, "1700000000.000100")
+        release = asyncio.Event()
+        held = asyncio.Event()
+
+        async def writer() -> None:
+            async with db.gate._sqlite_writer.hold():
+                held.set()
+                await release.wait()
+
+        holder = asyncio.create_task(writer())
+        await held.wait()
+        first = asyncio.create_task(_accept(db, "1700000000.000200"))
+        await asyncio.sleep(0)
+        second = asyncio.create_task(_accept(db, "1700000000.000300"))
+        await asyncio.sleep(0)
+        first.cancel()
+        await asyncio.sleep(0)
+        release.set()
+        await holder
+        assert await asyncio.wait_for(second, 2) is True
+        assert first.cancelled()
+        await asyncio.sleep(0.05)
+        left = await db.inflight.left_by_others("nobody", now=2.0, dead_after=None)
+        assert sorted(r.message_ts for r in left) == [
+            "1700000000.000100",
+            "1700000000.000200",
+            "1700000000.000300",
+        ]
+        # A redelivery of any of them is a duplicate, and the next accept is written at once.
+        assert await _accept(db, "1700000000.000200") is False
+        assert await _accept(db, "1700000000.000400") is True
+    finally:
+        await db.close()
