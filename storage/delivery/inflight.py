@@ -218,11 +218,10 @@ class InflightStore:
         """Write whatever is queued in a flusher task of its own."""
         if self._queue and not self._flushing:
             self._flushing = True
-            self._flusher = asyncio.create_task(self._flush(started=True))
+            self._flusher = asyncio.create_task(self._flush())
 
-    async def _flush(self, *, started: bool = False, until: _Pending | None = None) -> None:
+    async def _flush(self, *, until: _Pending | None = None) -> None:
         """Write the queue batch by batch (only until `until` is written, when given)."""
-        assert started or not self._flushing
         self._flushing = True
         try:
             while self._queue and (until is None or not until.future.done()):
