@@ -1,5 +1,5 @@
 """The apps the Slack benchmarks run, each as its own process, as in production:
-`python bench/load_apps.py bot|bare|multi`.
+`python bench/load_apps.py bot|bare|bare_stream|multi`.
 
 - `bot`: the support bot's HTTP app (Bolt, durable acceptance, per-thread workers, SQLite
   at DATABASE_URL, the fake Web API at SLACK_API_URL) with a one-agent tree whose model
@@ -10,11 +10,14 @@
   shared by replies and compaction.
 - `bare`: the baseline, a bare Bolt app that acks, then after the same MODEL_DELAY posts
   an echo through one shared aiohttp session (the cheapest app that does the same job).
+- `bare_stream`: a bare Bolt app that makes the Slack calls the bot's replies make (the
+  stream, its first text and its stop; the panel status set and cleared) and nothing
+  else, for `bench/slack_load.py --peer stream`.
 - `multi`: `bot` as `support-bot serve` runs it, with its background jobs (heartbeat and
   takeover sweep, idle-thread digests on a scripted summary model), for
   `bench/multiprocess.py`'s processes sharing one PostgreSQL.
 
-Both listen on PORT and answer `GET /healthz` once ready.
+Each listens on PORT and answers `GET /healthz` once ready.
 """
 
 from __future__ import annotations
@@ -46,7 +49,9 @@ from bot.config import Settings, secret
 from bot.event_loop import run
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
+from bot.slack.render.blocks import feedback_block, reply_context
 from bot.slack.server import run_web, start_jobs
+from bot.slack.streaming import reply_metadata
 from bot.threads.admission import PriorityLimit
 from bot.threads.speaker import SpeakerPlugin
 from bot.wiring import compaction_hook, loop_lag_gate, work_limit
@@ -184,11 +189,77 @@ async def bare(settings: Settings) -> None:
     await run_web(app, settings, tune_collector=False)
 
 
+async def bare_stream(settings: Settings) -> None:
+    """A bare Bolt app that answers with the Slack calls the bot makes, and nothing else:
+    no database, no agents. The stream is started at once, the first text goes after an
+    eighth of the delay (the sleepy model's first piece), and `chat.stopStream` carries the
+    rest with the bot's context line, feedback buttons and metadata; in a panel thread (a
+    DM thread reply) the loading status is set after the start and cleared after the stop.
+    Against it, the bot's CPU ratio is its cost beyond the calls its replies need."""
+    delay = float(os.environ["MODEL_DELAY"])
+    session = aiohttp.ClientSession()
+    client = AsyncWebClient(
+        token=secret(settings.slack_bot_token), base_url=settings.slack_api_url, session=session
+    )
+    bolt = AsyncApp(client=client, signing_secret=secret(settings.slack_signing_secret))
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def answer(event: dict[str, Any], team_id: str | None) -> None:
+        channel, text = event["channel"], f"echo {event['text']}"
+        panel = event.get("thread_ts") is not None
+        start = await client.chat_startStream(
+            channel=channel,
+            thread_ts=event.get("thread_ts") or event["ts"],
+            recipient_user_id=event.get("user"),
+            recipient_team_id=team_id,
+            task_display_mode="timeline",
+        )
+        ts = str(start["ts"])
+        if panel:
+            await client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=event["thread_ts"], status="is working on it…"
+            )
+        await asyncio.sleep(delay / 8)
+        first, rest = text[:5], text[5:]
+        chunks = [{"type": "markdown_text", "text": first}]
+        await client.chat_appendStream(channel=channel, ts=ts, chunks=chunks)
+        await asyncio.sleep(delay * 7 / 8)
+        await client.chat_stopStream(
+            channel=channel,
+            ts=ts,
+            chunks=[{"type": "markdown_text", "text": rest}],
+            blocks=[reply_context("echo", []), feedback_block("e1")],
+            metadata=reply_metadata("echo"),
+        )
+        if panel:
+            await client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=event["thread_ts"], status=""
+            )
+
+    @bolt.event("message")
+    async def on_message(event: dict[str, Any], context: dict[str, Any]) -> None:
+        task = asyncio.create_task(answer(event, context.get("team_id")))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def events(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/slack/events", events)
+    app.router.add_get("/healthz", healthz)
+    await run_web(app, settings, tune_collector=False)
+
+
 if __name__ == "__main__":
     which = sys.argv[1]
     config = Settings(_env_file=None)
-    apps = {"bot": bot, "bare": bare, "multi": multi}
+    apps = {"bot": bot, "bare": bare, "bare_stream": bare_stream, "multi": multi}
     # The bot on the loop it ships with (EVENT_LOOP); the bare app on asyncio's own, as a
     # bare Bolt app runs (BARE_EVENT_LOOP=uvloop puts it on uvloop too).
-    name = config.event_loop if which != "bare" else os.environ.get("BARE_EVENT_LOOP", "asyncio")
+    bare_app = which.startswith("bare")
+    name = os.environ.get("BARE_EVENT_LOOP", "asyncio") if bare_app else config.event_loop
     run(apps[which](config), name)  # type: ignore[arg-type]

@@ -19,6 +19,10 @@ not as a fault of the bot.
 and then as shipped (streamed replies), and prints the extra CPU per message (target at
 most +25 %).
 
+`--peer stream` puts a bare Bolt app that makes the bot's own Slack calls (the stream, its
+first text and its stop; the panel status set and cleared) beside the bot instead of the
+echo app: the bot's CPU ratio against it is its cost beyond the calls its replies need.
+
 `--find-capacity` searches the highest rate one bot process sustains for SECONDS: every
 reply within model time + 250 ms at p99, none lost or duplicated. `--database-url` runs
 the bot on another database (PostgreSQL) instead of a fresh SQLite file.
@@ -98,6 +102,10 @@ async def stop(process: asyncio.subprocess.Process) -> None:
         process.kill()
 
 
+# The bare apps `--peer` picks (`bench/load_apps.py`).
+PEERS = {"echo": "bare", "stream": "bare_stream"}
+
+
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """This process's garbage collector off while a trial is measured.
@@ -148,6 +156,7 @@ class Trial:
     """What one run at one rate measured, for the bot and the bare baseline."""
 
     rate: int
+    peer: str
     seconds: float
     total: int
     delay: float
@@ -179,14 +188,15 @@ class Trial:
             f"(model sleeps {self.delay:g}s per call); load average {os.getloadavg()[0]:.2f}"
         )
         print(f"ack latency ms: p50 {pct(bot, 50):.2f}  p99 {pct(bot, 99):.2f}  (target p99 < 50)")
-        print(f"bare Bolt ack ms: p50 {pct(bare, 50):.2f}  p99 {pct(bare, 99):.2f}")
+        print(f"bare Bolt ({self.peer}) ack ms: p50 {pct(bare, 50):.2f}  p99 {pct(bare, 99):.2f}")
         print(f"ack p99 ratio bot/bare: {pct(bot, 99) / pct(bare, 99):.2f}")
         for which in ("bot", "bare"):
             if self.reply_ms[which]:
                 ms = self.reply_ms[which]
                 print(f"{which} time to reply ms: p50 {pct(ms, 50):.0f}  p99 {pct(ms, 99):.0f}")
         print(
-            f"CPU ms per message: bot {self.cpu_ms['bot']:.2f}  bare echo {self.cpu_ms['bare']:.2f}"
+            f"CPU ms per message: bot {self.cpu_ms['bot']:.2f}  bare {self.peer} "
+            f"{self.cpu_ms['bare']:.2f}"
             f"  ratio {self.cpu_ms['bot'] / self.cpu_ms['bare']:.2f}"
         )
         print(
@@ -214,7 +224,7 @@ def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
     """("bot" or "bare", the message id) when `call` posts a reply, else ("", "").
 
     The bot's reply is the `chat.update` of its placeholder, or the `chat.stopStream`
-    that finishes its streamed message."""
+    that finishes its streamed message; the peer's, its echo, posted or streamed."""
     text = call.args.get("text", "")
     if call.method == "chat.update" and text.startswith("support"):
         return "bot", text.rsplit(" ", 1)[-1]
@@ -223,6 +233,8 @@ def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
         streamed = str((message or {}).get("text", ""))
         if streamed.startswith("reply to "):
             return "bot", streamed.rsplit(" ", 1)[-1]
+        if streamed.startswith("echo "):  # the `--peer stream` app
+            return "bare", streamed.rsplit(" ", 1)[-1]
     if call.method == "chat.postMessage" and text.startswith("echo "):
         return "bare", text.rsplit(" ", 1)[-1]
     return "", ""
@@ -239,6 +251,7 @@ async def run_trial(
     postgres_admin: str = "",
     streaming: str = "auto",
     compaction_delay: float = 0.5,
+    peer: str = "echo",
 ) -> Trial:
     """Start both apps, send `rate` events a second for `seconds` to each, wait for the
     replies, and measure; each trial starts from fresh processes and an empty database."""
@@ -260,7 +273,7 @@ async def run_trial(
         # A failed trial still stops both apps: the next trial needs the CPU.
         bot_process, bot_url = await start_app("bot", env)
         cleanup.push_async_callback(stop, bot_process)
-        bare_process, bare_url = await start_app("bare", env)
+        bare_process, bare_url = await start_app(PEERS[peer], env)
         cleanup.push_async_callback(stop, bare_process)
         acks: dict[str, list[float]] = {"bot": [], "bare": []}
         unacked = {"bot": 0, "bare": 0}
@@ -354,6 +367,7 @@ async def run_trial(
                 reply_ms[which].append((call.at - sent_at[msg_id]) * 1000)
     return Trial(
         rate=rate,
+        peer=peer,
         seconds=seconds,
         total=total,
         delay=delay,
@@ -384,6 +398,7 @@ async def find_capacity(args: argparse.Namespace) -> None:
             args.database_url,
             postgres_admin=args.postgres_admin,
             compaction_delay=args.compaction_delay,
+            peer=args.peer,
         )
         ok = result.sustained(margin)
         result.report()
@@ -452,6 +467,7 @@ async def run(args: argparse.Namespace) -> None:
             postgres_admin=args.postgres_admin,
             streaming=way,
             compaction_delay=args.compaction_delay,
+            peer=args.peer,
         )
         print(f"== STREAMING={way}")
         result.report()
@@ -495,4 +511,11 @@ if __name__ == "__main__":
         help="run STREAMING=off, then auto, and compare the bot's CPU per message",
     )
     parser.add_argument("--resolution", type=int, default=10, help="msg/s, with --find-capacity")
+    parser.add_argument(
+        "--peer",
+        choices=tuple(PEERS),
+        default="echo",
+        help="the bare app: one chat.postMessage per message (echo), or the bot's own "
+        "Slack calls without its database and agents (stream)",
+    )
     asyncio.run(main(parser.parse_args()))
