@@ -27,7 +27,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,8 +153,12 @@ async def multi(settings: Settings) -> None:
     await run_web(build_web_app(services, build_bolt_app(services), on_close=close), settings)
 
 
-async def bare(settings: Settings) -> None:
-    delay = float(os.environ["MODEL_DELAY"])
+Answer = Callable[[AsyncWebClient, dict[str, Any], str | None], Awaitable[None]]
+
+
+async def run_bare(settings: Settings, answer: Answer) -> None:
+    """A bare Bolt app on one shared aiohttp session: it acks each message event and
+    runs `answer(client, event, team_id)` in a task of its own."""
     session = aiohttp.ClientSession()
     client = AsyncWebClient(
         token=secret(settings.slack_bot_token), base_url=settings.slack_api_url, session=session
@@ -162,17 +166,9 @@ async def bare(settings: Settings) -> None:
     bolt = AsyncApp(client=client, signing_secret=secret(settings.slack_signing_secret))
     tasks: set[asyncio.Task[None]] = set()
 
-    async def echo(event: dict[str, Any]) -> None:
-        await asyncio.sleep(delay)
-        await client.chat_postMessage(
-            channel=event["channel"],
-            thread_ts=event.get("thread_ts") or event["ts"],
-            text=f"echo {event['text']}",
-        )
-
     @bolt.event("message")
-    async def on_message(event: dict[str, Any]) -> None:
-        task = asyncio.create_task(echo(event))
+    async def on_message(event: dict[str, Any], context: dict[str, Any]) -> None:
+        task = asyncio.create_task(answer(client, event, context.get("team_id")))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
@@ -189,29 +185,38 @@ async def bare(settings: Settings) -> None:
     await run_web(app, settings, tune_collector=False)
 
 
+async def bare(settings: Settings) -> None:
+    delay = float(os.environ["MODEL_DELAY"])
+
+    async def echo(client: AsyncWebClient, event: dict[str, Any], _team: str | None) -> None:
+        await asyncio.sleep(delay)
+        await client.chat_postMessage(
+            channel=event["channel"],
+            thread_ts=event.get("thread_ts") or event["ts"],
+            text=f"echo {event['text']}",
+        )
+
+    await run_bare(settings, echo)
+
+
 async def bare_stream(settings: Settings) -> None:
     """A bare Bolt app that answers with the Slack calls the bot makes, and nothing else:
     no database, no agents. The stream is started at once, the first text goes after an
-    eighth of the delay (the sleepy model's first piece), and `chat.stopStream` carries the
-    rest with the bot's context line, feedback buttons and metadata; in a panel thread (a
-    DM thread reply) the loading status is set after the start and cleared after the stop.
-    Against it, the bot's CPU ratio is its cost beyond the calls its replies need."""
+    eighth of the delay (about when the sleepy model's first piece comes), and
+    `chat.stopStream` carries the rest with the bot's context line, feedback buttons and
+    metadata; in a panel thread (a DM thread reply) the loading status is set after the
+    start and cleared after the stop. Against it, the bot's CPU ratio is its cost beyond
+    the calls its replies need."""
     delay = float(os.environ["MODEL_DELAY"])
-    session = aiohttp.ClientSession()
-    client = AsyncWebClient(
-        token=secret(settings.slack_bot_token), base_url=settings.slack_api_url, session=session
-    )
-    bolt = AsyncApp(client=client, signing_secret=secret(settings.slack_signing_secret))
-    tasks: set[asyncio.Task[None]] = set()
 
-    async def answer(event: dict[str, Any], team_id: str | None) -> None:
+    async def stream(client: AsyncWebClient, event: dict[str, Any], team: str | None) -> None:
         channel, text = event["channel"], f"echo {event['text']}"
         panel = event.get("thread_ts") is not None
         start = await client.chat_startStream(
             channel=channel,
             thread_ts=event.get("thread_ts") or event["ts"],
             recipient_user_id=event.get("user"),
-            recipient_team_id=team_id,
+            recipient_team_id=team,
             task_display_mode="timeline",
         )
         ts = str(start["ts"])
@@ -236,22 +241,7 @@ async def bare_stream(settings: Settings) -> None:
                 channel_id=channel, thread_ts=event["thread_ts"], status=""
             )
 
-    @bolt.event("message")
-    async def on_message(event: dict[str, Any], context: dict[str, Any]) -> None:
-        task = asyncio.create_task(answer(event, context.get("team_id")))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-    async def events(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
-    app = web.Application()
-    app.router.add_post("/slack/events", events)
-    app.router.add_get("/healthz", healthz)
-    await run_web(app, settings, tune_collector=False)
+    await run_bare(settings, stream)
 
 
 if __name__ == "__main__":
