@@ -47,6 +47,7 @@ from agents.runner import Runner
 from agents.summary import SummaryService
 from bot.config import Settings, secret
 from bot.event_loop import run
+from bot.logging import configure_logging
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.render.blocks import feedback_block, reply_context
@@ -247,6 +248,9 @@ async def bare_stream(settings: Settings) -> None:
 if __name__ == "__main__":
     which = sys.argv[1]
     config = Settings(_env_file=None)
+    if not which.startswith("bare"):
+        # Logs as `support-bot serve` writes them; a bare Bolt app configures nothing.
+        configure_logging(config.log_level)
     apps = {"bot": bot, "bare": bare, "bare_stream": bare_stream, "multi": multi}
     # The bot on the loop it ships with (EVENT_LOOP); the bare app on asyncio's own, as a
     # bare Bolt app runs (BARE_EVENT_LOOP=uvloop puts it on uvloop too).

@@ -62,7 +62,10 @@ from tests.fakes.slack_api import Call, FakeSlackApi
 
 
 async def start_app(which: str, env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
-    """Run `bench/load_apps.py <which>` as its own process; wait until it is healthy."""
+    """Run `bench/load_apps.py <which>` as its own process; wait until it is healthy.
+
+    The bot logs as shipped (JSON lines at `LOG_LEVEL`, INFO unless set: a line per
+    stored event); its stderr goes to /dev/null, the cheapest place a log can go."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -267,7 +270,6 @@ async def run_trial(
             "MAX_CONCURRENT_INVOCATIONS": str(concurrency),
             "MODEL_DELAY": str(delay),
             "COMPACTION_DELAY": str(compaction_delay),
-            "LOG_LEVEL": "WARNING",
             "STREAMING": streaming,
         }
         # A failed trial still stops both apps: the next trial needs the CPU.
