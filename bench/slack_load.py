@@ -57,7 +57,7 @@ import asyncpg
 
 from storage.engine import normalize_url
 from storage.migrate import upgrade_async
-from tests.e2e.harness import SIGNING_SECRET, sign
+from tests.e2e.harness import SIGNING_SECRET, collector_off, sign
 from tests.fakes.slack_api import Call, FakeSlackApi
 
 
@@ -121,13 +121,9 @@ def collector_paused() -> Iterator[None]:
     for the memory to matter (a trial is minutes at most); the collector is back on, and
     runs, when the trial ends.
     """
-    gc.collect()
-    gc.disable()
-    try:
+    with collector_off():
         yield
-    finally:
-        gc.enable()
-        gc.collect()
+    gc.collect()
 
 
 def pct(values: list[float], q: float) -> float:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 import itertools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -29,6 +31,18 @@ from tests.fakes.slack_api import FakeSlackApi
 
 SIGNING_SECRET = "test-signing-secret"
 TEAM = "T1"
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """Python's garbage collector off inside the block (after one collection, so the
+    block starts from a clean heap) and on again after it."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def sign(

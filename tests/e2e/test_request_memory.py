@@ -6,27 +6,15 @@ request's objects are freed by reference counting, not left for the garbage coll
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from agents.models.scripted import ScriptedModel
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import dm
+from tests.e2e.harness import collector_off, dm
 from tests.e2e.test_panel import thread_started
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
-
-
-@contextmanager
-def collector_off() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def live_contexts() -> int:
