@@ -7,7 +7,8 @@
   after each invocation (`COMPACTION_INTERVAL`, on a sleepy summariser that answers after
   COMPACTION_DELAY seconds, the 500 ms summariser of `bench/compaction_tokens.py` by
   default), the Slack and speaker plugins, and one slot count with its loop-lag gate
-  shared by replies and compaction.
+  shared by replies and compaction; it logs JSON at LOG_LEVEL (INFO by default) as
+  `support-bot serve` does.
 - `bare`: the baseline, a bare Bolt app that acks, then after the same MODEL_DELAY posts
   an echo through one shared aiohttp session (the cheapest app that does the same job).
 - `bare_stream`: a bare Bolt app that makes the Slack calls the bot's replies make (the
@@ -248,12 +249,12 @@ async def bare_stream(settings: Settings) -> None:
 if __name__ == "__main__":
     which = sys.argv[1]
     config = Settings(_env_file=None)
-    if not which.startswith("bare"):
+    bare_app = which.startswith("bare")
+    if not bare_app:
         # Logs as `support-bot serve` writes them; a bare Bolt app configures nothing.
         configure_logging(config.log_level)
     apps = {"bot": bot, "bare": bare, "bare_stream": bare_stream, "multi": multi}
     # The bot on the loop it ships with (EVENT_LOOP); the bare app on asyncio's own, as a
     # bare Bolt app runs (BARE_EVENT_LOOP=uvloop puts it on uvloop too).
-    bare_app = which.startswith("bare")
     name = os.environ.get("BARE_EVENT_LOOP", "asyncio") if bare_app else config.event_loop
     run(apps[which](config), name)  # type: ignore[arg-type]
