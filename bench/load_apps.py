@@ -53,7 +53,7 @@ from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.render.blocks import feedback_block, reply_context
 from bot.slack.server import run_web, start_jobs
-from bot.slack.streaming import reply_metadata
+from bot.slack.streaming import FIRST_TEXT_WAIT_S, reply_metadata
 from bot.threads.admission import PriorityLimit
 from bot.threads.speaker import SpeakerPlugin
 from bot.wiring import compaction_hook, loop_lag_gate, work_limit
@@ -203,45 +203,39 @@ async def bare(settings: Settings) -> None:
 
 async def bare_stream(settings: Settings) -> None:
     """A bare Bolt app that answers with the Slack calls the bot makes, and nothing else:
-    no database, no agents. The stream is started at once, the first text goes after an
-    eighth of the delay (about when the sleepy model's first piece comes), and
-    `chat.stopStream` carries the rest with the bot's context line, feedback buttons and
-    metadata; in a panel thread (a DM thread reply) the loading status is set after the
-    start and cleared after the stop. Against it, the bot's CPU ratio is its cost beyond
+    no database, no agents. In a panel thread (a DM thread reply) the loading status is
+    set at once; the stream is started with the first text (about when the bot's would
+    be: the sleepy model's first piece, then `FIRST_TEXT_WAIT_S`), and `chat.stopStream`
+    carries the rest with the bot's context line, feedback buttons and metadata; the
+    stream's post clears the status. Against it, the bot's CPU ratio is its cost beyond
     the calls its replies need."""
     delay = float(os.environ["MODEL_DELAY"])
+    first_at = delay / SleepyModel.DELTAS + FIRST_TEXT_WAIT_S
 
     async def stream(client: AsyncWebClient, event: dict[str, Any], team: str | None) -> None:
         channel, text = event["channel"], f"echo {event['text']}"
-        panel = event.get("thread_ts") is not None
+        if event.get("thread_ts") is not None:
+            await client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=event["thread_ts"], status="is working on it…"
+            )
+        await asyncio.sleep(first_at)
+        first, rest = text[:5], text[5:]
         start = await client.chat_startStream(
             channel=channel,
             thread_ts=event.get("thread_ts") or event["ts"],
             recipient_user_id=event.get("user"),
             recipient_team_id=team,
             task_display_mode="timeline",
+            chunks=[{"type": "markdown_text", "text": first}],
         )
-        ts = str(start["ts"])
-        if panel:
-            await client.assistant_threads_setStatus(
-                channel_id=channel, thread_ts=event["thread_ts"], status="is working on it…"
-            )
-        await asyncio.sleep(delay / 8)
-        first, rest = text[:5], text[5:]
-        chunks = [{"type": "markdown_text", "text": first}]
-        await client.chat_appendStream(channel=channel, ts=ts, chunks=chunks)
-        await asyncio.sleep(delay * 7 / 8)
+        await asyncio.sleep(delay - first_at)
         await client.chat_stopStream(
             channel=channel,
-            ts=ts,
+            ts=str(start["ts"]),
             chunks=[{"type": "markdown_text", "text": rest}],
             blocks=[reply_context("echo", []), feedback_block("e1")],
             metadata=reply_metadata("echo"),
         )
-        if panel:
-            await client.assistant_threads_setStatus(
-                channel_id=channel, thread_ts=event["thread_ts"], status=""
-            )
 
     await run_bare(settings, stream)
 

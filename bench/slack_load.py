@@ -19,9 +19,10 @@ not as a fault of the bot.
 and then as shipped (streamed replies), and prints the extra CPU per message (target at
 most +25 %).
 
-`--peer stream` puts a bare Bolt app that makes the bot's own Slack calls (the stream, its
-first text and its stop; the panel status set and cleared) beside the bot instead of the
-echo app: the bot's CPU ratio against it is its cost beyond the calls its replies need.
+`--peer stream` puts a bare Bolt app that makes the bot's own Slack calls (the panel
+status set, the stream started with its first text, and stopped with the rest) beside the
+bot instead of the echo app: the bot's CPU ratio against it is its cost beyond the calls
+its replies need.
 
 `--find-capacity` searches the highest rate one bot process sustains for SECONDS: every
 reply within model time + 250 ms at p99, none lost or duplicated. `--database-url` runs
@@ -222,11 +223,12 @@ class Trial:
 def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
     """("bot" or "bare", the message id) when `call` posts a reply, else ("", "").
 
-    The bot's reply is the `chat.update` of its placeholder, or the `chat.stopStream`
-    that finishes its streamed message; the peer's, its echo, posted or streamed."""
+    The bot's reply is the `chat.update` of its placeholder, a reply posted whole, or the
+    `chat.stopStream` that finishes its streamed message; the peer's, its echo, posted or
+    streamed."""
     text = call.args.get("text", "")
-    if call.method == "chat.update" and text.startswith("support"):
-        return "bot", text.rsplit(" ", 1)[-1]
+    if call.method in ("chat.update", "chat.postMessage") and text.startswith("support"):
+        return "bot", text.rsplit(" ", 1)[-1]  # a placeholder's reply, or one posted whole
     if call.method == "chat.stopStream":
         message = slack.messages.get(call.args.get("channel", ""), {}).get(call.args.get("ts"))
         streamed = str((message or {}).get("text", ""))

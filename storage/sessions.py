@@ -84,6 +84,14 @@ _ADVANCE = Prepared(
     .returning(sessions.c.pk, sessions.c.last_seq)
 )
 _INSERT_EVENT = Prepared(sa.insert(events))
+_REWRITE_EVENT = Prepared(
+    sa.update(events)
+    .where(
+        events.c.session_pk == sa.select(sessions.c.pk).where(_BY_KEY).scalar_subquery(),
+        events.c.event_id == sa.bindparam("b_event"),
+    )
+    .values(data=sa.bindparam("b_data"), custom_metadata=sa.bindparam("b_metadata"))
+)
 # Which columns it sets is decided by the parameters it is executed with.
 _UPDATE_SESSION = sa.update(sessions).where(sessions.c.pk == sa.bindparam("b_pk"))
 
@@ -117,6 +125,22 @@ class SqlSessionService:
     def forget_next_append(self, invocation_id: str) -> None:
         """Drop the write `with_next_append` attached, if no append has taken it."""
         self._with_next_append.pop(invocation_id, None)
+
+    def rewrite_in(self, thread: ThreadRecord, event: Event) -> Write:
+        """A write (for another store's transaction) that stores `event` again in place of
+        the event with its id in `thread`'s session: its `custom_metadata` completed once
+        the transport knew it (the Slack message a reply was posted as)."""
+        params = {
+            **_key_params(thread.app_name, thread.user_id, thread.session_id),
+            "b_event": event.id,
+            "b_data": event.model_dump_json(),
+            "b_metadata": dict(event.custom_metadata) or None,
+        }
+
+        async def write(conn: AsyncConnection) -> None:
+            await _REWRITE_EVENT.rowcount(conn, params)
+
+        return write
 
     async def create_session(
         self,

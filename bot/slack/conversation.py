@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -27,7 +28,7 @@ from agents.runner import find_agent_to_run
 from bot.slack import dm_conversation
 from bot.slack.assistant.panel import Panel
 from bot.slack.assistant.status import TurnStatus
-from bot.slack.message_ts import turn_metadata
+from bot.slack.message_ts import ReplyMessage, stamped, turn_metadata
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import (
     BUSY_TEXT,
@@ -44,7 +45,7 @@ from bot.slack.render.blocks import (
 from bot.slack.render.limits import NO_UNFURL, SECTION_TEXT
 from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
 from bot.slack.services import BotServices
-from bot.slack.streaming import SlackStream, open_stream, reply_metadata
+from bot.slack.streaming import Opened, SlackStream, open_stream, reply_metadata
 from bot.slack.timeline import workflow_steps
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
 from storage.delivery.inflight import InflightKey, MessageTakenOverError
@@ -199,15 +200,17 @@ class SlackReplier:
         tracked = inflight_key(msg)
         invocation_id = new_invocation_id()
         broadcast = msg.shown_in_dm
+        reply = ReplyMessage()
         try:
-            stream = await self._open_stream(key, msg, record)
-            if stream is not None:
-                placeholder_ts = stream.ts
-            else:
-                placeholder_ts = await self._post_placeholder(key, record, broadcast)
-            # Started together with the message the reply goes into, and in the
-            # transaction that stores the user's event (one commit for the three).
-            if not await self._start(tracked, invocation_id, placeholder_ts, stream):
+            stream = await self._open_stream(
+                key, msg, record, opened=partial(self._stream_opened, tracked, reply, status)
+            )
+            if stream is None:
+                placeholder_ts = reply.ts = await self._post_placeholder(key, record, broadcast)
+            # Started in the transaction that stores the user's event (one commit), with
+            # the placeholder the reply goes into; a stream's message is recorded once
+            # the reply's first content starts it.
+            if not await self._start(tracked, invocation_id, placeholder_ts):
                 log.warning("message taken over by a peer", extra=_thread(key))
                 await self._withdraw(key, placeholder_ts, stream)
                 return
@@ -218,7 +221,7 @@ class SlackReplier:
                 session_id=record.session_id,
                 text=msg.text,
                 invocation_id=invocation_id,
-                metadata=turn_metadata(msg.ts, placeholder_ts, outside_thread=msg.outside_mark),
+                metadata=turn_metadata(msg.ts, reply, outside_thread=msg.outside_mark),
                 speaker=msg.user,
                 listener=stream.observe if stream is not None else None,
                 on_event=status.observe,
@@ -226,10 +229,10 @@ class SlackReplier:
         except MessageTakenOverError:
             # A peer took the message over (this process was thought dead): it answers.
             log.warning("message taken over by a peer", extra=_thread(key))
-            await self._withdraw(key, placeholder_ts, stream)
+            await self._withdraw(key, reply.ts, stream)
             return
         except asyncio.CancelledError:
-            interrupted = self._interrupted(key, tracked, placeholder_ts, record, stream, broadcast)
+            interrupted = self._interrupted(key, tracked, reply.ts, record, stream, broadcast)
             await asyncio.shield(interrupted)
             raise
         except Exception:
@@ -237,44 +240,61 @@ class SlackReplier:
             await self.fail(
                 key,
                 tracked,
-                placeholder_ts,
+                reply.ts,
                 "bot_error",
                 FAILURE_TEXT,
                 stream=stream,
                 broadcast=broadcast,
+                status=status,
             )
             return
         finally:
             self.s.db.sessions.forget_next_append(invocation_id)
         await self.conclude(
-            key, tracked, placeholder_ts, outcome, stream=stream, broadcast=broadcast
+            key,
+            tracked,
+            reply.ts,
+            outcome,
+            stream=stream,
+            broadcast=broadcast,
+            status=status,
+            record=record,
         )
 
+    async def _stream_opened(
+        self, tracked: InflightKey, reply: ReplyMessage, status: TurnStatus, ts: str
+    ) -> None:
+        """The reply's stream was just started as message `ts`: the answers stored from
+        here on cite it, the panel's status went with it, and it is recorded for a
+        recovery before anything more is sent."""
+        reply.ts = ts
+        status.replied()
+        if not await self.s.db.inflight.set_stream(tracked, owner=self.s.owner, stream_ts=ts):
+            raise MessageTakenOverError(f"message {tracked.message_ts} was taken over")
+
     async def _start(
-        self,
-        tracked: InflightKey,
-        invocation_id: str,
-        placeholder_ts: str | None,
-        stream: SlackStream | None,
+        self, tracked: InflightKey, invocation_id: str, placeholder_ts: str | None
     ) -> bool:
-        """Mark the message started (`InflightStore.start`), with the message its reply
-        goes into. When the runner stores its events in `db.sessions`, as the bot's does,
-        the mark rides in the transaction that appends the user's event, and a takeover
-        found there raises `MessageTakenOverError` from the turn; else it is its own
-        write, and False means taken over."""
+        """Mark the message started (`InflightStore.start`), with the placeholder its
+        reply goes into. When the runner stores its events in `db.sessions`, as the
+        bot's does, the mark rides in the transaction that appends the user's event, and
+        a takeover found there raises `MessageTakenOverError` from the turn; else it is
+        its own write, and False means taken over."""
         db = self.s.db
         args: dict[str, Any] = {
             "owner": self.s.owner,
             "invocation_id": invocation_id,
             "now": time.time(),
-            "stream_ts": stream.ts if stream is not None else None,
-            "placeholder_ts": placeholder_ts if stream is None else None,
+            "placeholder_ts": placeholder_ts,
         }
-        if self.s.runner.session_service is db.sessions:
+        if self._stores_events():
             start = db.inflight.start_in_append(tracked, **args)
             db.sessions.with_next_append(invocation_id, start)
             return True
         return await db.inflight.start(tracked, **args)
+
+    def _stores_events(self) -> bool:
+        return self.s.runner.session_service is self.s.db.sessions
 
     async def _withdraw(self, key: ThreadKey, ts: str | None, stream: SlackStream | None) -> None:
         """Take back the (empty) message a reply was to go into; never raises."""
@@ -288,16 +308,17 @@ class SlackReplier:
             log.warning("empty reply message not deleted: %s", type(exc).__name__)
 
     async def _open_stream(
-        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord
+        self, key: ThreadKey, msg: IncomingMessage, record: ThreadRecord, *, opened: Opened
     ) -> SlackStream | None:
-        """The reply's stream (`bot.slack.streaming`), unless `STREAMING=off` or Slack
-        will not stream here: then None, and a placeholder is posted instead. A top-level DM's
-        stream runs in its conversation's thread, as Slack's streams are always thread
-        replies; only the placeholder flow can also show the answer at the bottom of the DM."""
+        """The reply's stream (`bot.slack.streaming`), started with the reply's first
+        content (`opened` then), unless `STREAMING=off` or Slack will not stream here:
+        then None, and a placeholder is posted instead. A top-level DM's stream runs in
+        its conversation's thread, as Slack's streams are always thread replies; a reply
+        posted whole also shows at the bottom of the DM, as the placeholder flow's does."""
         settings = self.s.settings
         if settings.streaming == "off":
             return None
-        return await open_stream(
+        return open_stream(
             self.s.client,
             key,
             msg,
@@ -305,6 +326,7 @@ class SlackReplier:
             limit=min(settings.max_message_chars, SECTION_TEXT),
             interval=settings.stream_append_seconds,
             steps=workflow_steps(self.s.runner.agent),
+            opened=opened,
         )
 
     async def _interrupted(
@@ -340,10 +362,14 @@ class SlackReplier:
         *,
         stream: SlackStream | None = None,
         broadcast: bool = False,
+        status: TurnStatus | None = None,
+        record: ThreadRecord | None = None,
     ) -> None:
         """Post what the invocation produced (its reply, or a failure notice); with a
-        `stream`, `placeholder_ts` is its message, finished or rewritten in place; with
-        `broadcast`, new posts also show at the bottom of the DM."""
+        `stream`, `placeholder_ts` is its message (None until it was started), finished
+        or rewritten in place; with `broadcast`, new posts also show at the bottom of the
+        DM. A reply that reached Slack as a new message is stored with its ts, in the
+        transaction that finishes the message (the session of `record`)."""
         if outcome.reply is None or not outcome.answered:
             await self.fail(
                 key,
@@ -353,20 +379,47 @@ class SlackReplier:
                 FAILURE_TEXT,
                 stream=stream,
                 broadcast=broadcast,
+                status=status,
             )
             return
+        posted: str | None = None
         try:
             if stream is None or not await stream.finish(outcome.reply, outcome.transfers):
-                await self._post_reply(key, placeholder_ts, outcome, broadcast)
+                posted = await self._post_reply(key, placeholder_ts, outcome, broadcast)
+        except MessageTakenOverError:
+            # Found as the stream started (`_stream_opened`): the peer answers.
+            log.warning("message taken over by a peer", extra=_thread(key))
+            await self._withdraw(key, stream.ts if stream is not None else None, stream)
+            return
         except Exception:
             # The reply is stored but Slack would not take it: tell the thread if we can.
             log.exception("could not post reply", extra={"slack_thread": key.thread_ts})
             await self.fail(
-                key, tracked, placeholder_ts, "slack_error", FAILURE_TEXT, broadcast=broadcast
+                key,
+                tracked,
+                placeholder_ts,
+                "slack_error",
+                FAILURE_TEXT,
+                broadcast=broadcast,
+                status=status,
             )
             return
+        if posted is not None and posted != placeholder_ts and status is not None:
+            status.replied()
+        # The reply's message, for an answer stored before it was known (a reply posted
+        # whole, or a stream started by the reply's last event).
+        shown = posted or (stream.ts if stream is not None else None) or placeholder_ts
+        reply = stamped(outcome.reply, shown) if shown else None
+        also = None
+        if reply is not None and record is not None and self._stores_events():
+            also = self.s.db.sessions.rewrite_in(record, reply)
         await self.s.db.inflight.finish_answered(
-            tracked, key, owner=self.s.owner, now=time.time(), owner_agent=outcome.reply.author
+            tracked,
+            key,
+            owner=self.s.owner,
+            now=time.time(),
+            owner_agent=outcome.reply.author,
+            also=also,
         )
 
     async def _post_placeholder(
@@ -413,19 +466,20 @@ class SlackReplier:
         identity: dict[str, Any] | None = None,
         broadcast: bool = False,
         **message: Any,
-    ) -> None:
+    ) -> str:
         """Turn the placeholder into `message`, or post it when there is none (or the
         placeholder was deleted meanwhile); `identity` (a username) and `broadcast` only
-        apply to a new post: the placeholder already shows where it was posted."""
+        apply to a new post: the placeholder already shows where it was posted. Returns
+        the ts of the message that shows it."""
         client = self.s.client
         if placeholder_ts is not None:
             try:
                 await client.chat_update(channel=key.channel_id, ts=placeholder_ts, **message)
-                return
+                return placeholder_ts
             except SlackApiError as exc:
                 if exc.response.get("error") != "message_not_found":
                     raise
-        await client.chat_postMessage(
+        resp = await client.chat_postMessage(
             channel=key.channel_id,
             thread_ts=key.thread_ts,
             **message,
@@ -433,10 +487,12 @@ class SlackReplier:
             **shown_in_dm(broadcast),
             **NO_UNFURL,
         )
+        return str(resp["ts"])
 
     async def _post_reply(
         self, key: ThreadKey, placeholder_ts: str | None, outcome: TurnOutcome, broadcast: bool
-    ) -> None:
+    ) -> str:
+        """Show the reply (in the placeholder, or as new messages); the ts of its first."""
         assert outcome.reply is not None
         agent = outcome.reply.author
         transfers = outcome.transfers
@@ -450,14 +506,14 @@ class SlackReplier:
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
         first += feedback if len(chunks) == 1 else []
         identity = self._identity(agent)
-        await self._replace_or_post(
+        shown = await self._replace_or_post(
             key,
             placeholder_ts,
             identity,
             broadcast,
             text=fallback,
             blocks=first,
-            metadata=reply_metadata(agent),
+            metadata=reply_metadata(agent, outcome.reply.invocation_id),
         )
         for n, chunk in enumerate(chunks[1:], start=2):
             await self.s.client.chat_postMessage(
@@ -469,6 +525,7 @@ class SlackReplier:
                 **shown_in_dm(broadcast),
                 **NO_UNFURL,
             )
+        return shown
 
     async def fail(
         self,
@@ -480,11 +537,13 @@ class SlackReplier:
         *,
         stream: SlackStream | None = None,
         broadcast: bool = False,
+        status: TurnStatus | None = None,
     ) -> None:
         """Tell the thread a person will follow up, and flag it; never raises.
 
-        A `stream` is stopped first and its message becomes the notice. The message stays
-        in flight when the notice could not be posted, so the next start-up tries again.
+        A `stream` is stopped first and its message (if it was started) becomes the
+        notice. The message stays in flight when the notice could not be posted, so the
+        next start-up tries again.
         """
         REGISTRY.inc("support_bot_invocation_failures_total", reason=reason)
         if stream is not None:
@@ -494,12 +553,14 @@ class SlackReplier:
         except Exception:
             log.exception("could not flag thread", extra={"slack_thread": key.thread_ts})
         try:
-            await self._replace_or_post(
+            shown = await self._replace_or_post(
                 key, placeholder_ts, None, broadcast, text=text, blocks=notice_blocks(text)
             )
         except Exception:
             log.exception("could not post failure notice", extra={"slack_thread": key.thread_ts})
             return
+        if status is not None and shown != placeholder_ts:
+            status.replied()
         try:
             await self.s.db.inflight.finish(tracked, owner=self.s.owner)
         except Exception:

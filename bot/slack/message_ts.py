@@ -15,12 +15,31 @@ from agents.events import Event
 
 # The event's key; migration 0004 moved the old `events.slack_ts` column under it.
 SLACK_TS = "slack_ts"
-# Invocation metadata only: the placeholder message the reply will be posted as.
+# Invocation metadata only: the `ReplyMessage` the reply is (or will be) posted as.
 REPLY_TS = "slack_reply_ts"
 # On a user event whose message is not in its thread's Slack thread (a DM message that
 # continues a conversation): True at the bottom of the DM, whose link names no thread, or
 # the ts of the Slack thread it is in (under a message folded into the conversation).
 OUTSIDE_THREAD = "slack_outside_thread"
+
+
+class ReplyMessage:
+    """The Slack message a turn's reply goes into: its ts is known from the start with a
+    placeholder, and only once the reply's first content is shown with a stream. The
+    answers the turn stores after that carry it; `stamped` completes one stored before."""
+
+    __slots__ = ("ts",)
+
+    def __init__(self, ts: str | None = None) -> None:
+        self.ts = ts
+
+
+def stamped(event: Event, ts: str) -> Event | None:
+    """`event` carrying `ts` as the message it was posted as, or None when it already
+    carries one."""
+    if SLACK_TS in event.custom_metadata:
+        return None
+    return event.with_metadata(**{SLACK_TS: ts})
 
 
 def message_ts(event: Event) -> str | None:
@@ -30,15 +49,18 @@ def message_ts(event: Event) -> str | None:
 
 
 def turn_metadata(
-    user_ts: str | None, reply_ts: str | None, *, outside_thread: bool | str = False
+    user_ts: str | None, reply: ReplyMessage | str | None, *, outside_thread: bool | str = False
 ) -> dict[str, Any]:
     """What `Runner.run_async(custom_metadata=...)` gets for one Slack message (empty
-    for a turn that has no Slack message, the terminal chat's say)."""
+    for a turn that has no Slack message, the terminal chat's say); `reply` is the
+    message the reply goes into, or its ts when it is known already."""
     metadata: dict[str, Any] = {}
     if user_ts:
         metadata[SLACK_TS] = user_ts
-    if reply_ts:
-        metadata[REPLY_TS] = reply_ts
+    if isinstance(reply, str):
+        reply = ReplyMessage(reply)
+    if reply is not None:
+        metadata[REPLY_TS] = reply
     if outside_thread:
         metadata[OUTSIDE_THREAD] = outside_thread
     return metadata
@@ -79,9 +101,8 @@ class SlackTsPlugin(BasePlugin):
         return event.with_metadata(**stamp)
 
     async def on_event(self, ctx: InvocationContext, event: Event) -> Event | None:
-        ts = ctx.custom_metadata.get(REPLY_TS)
-        if not ts or SLACK_TS in event.custom_metadata:
-            return None
-        if event.text and event.is_final_response():
-            return event.with_metadata(**{SLACK_TS: ts})
+        reply = ctx.custom_metadata.get(REPLY_TS)
+        ts = reply.ts if isinstance(reply, ReplyMessage) else None
+        if ts and event.text and event.is_final_response():
+            return stamped(event, ts)
         return None

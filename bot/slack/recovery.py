@@ -13,7 +13,8 @@ the rows of owners that stopped beating (`storage.delivery.owners`). For each:
   "thinking" means the answer landed before the crash, and nothing more is posted.
   A streamed reply (`bot.slack.streaming`) is finished in its own message: marked
   complete, it landed; otherwise its stream is stopped and the message rewritten with
-  the reply or the notice, so the thread never gets a second one.
+  the reply or the notice, so the thread never gets a second one. A reply posted whole
+  (no stream was started) is found by its invocation in its message's metadata.
 
 A live owner's rows are never taken, however old: the takeover is one UPDATE guarded
 by the owner's heartbeat. On SQLite the database has one owning process, so at start-up
@@ -116,10 +117,12 @@ class Resumer:
             return
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
         broadcast = IncomingMessage.from_record(row.message).shown_in_dm
-        if outcome.answered:
-            await self.replier.conclude(key, row.key, placeholder, outcome, broadcast=broadcast)
-            return
         record = await self.s.db.threads.get(key)
+        if outcome.answered:
+            await self.replier.conclude(
+                key, row.key, placeholder, outcome, broadcast=broadcast, record=record
+            )
+            return
         if record is not None:
             await close_interrupted_calls(self.s.db, record)
         await self.replier.fail(
@@ -185,25 +188,29 @@ class Resumer:
                 return True, row.stream_ts
             await stop_abandoned(self.s.client, key.channel_id, row.stream_ts)
             return False, row.stream_ts
-        placeholder = row.placeholder_ts or await self._untracked_placeholder(key, row)
-        if placeholder is None:
-            return False, None
-        message = await self._message(key, placeholder)
+        if row.placeholder_ts is None:
+            return await self._untracked(key, row)
+        message = await self._message(key, row.placeholder_ts)
         if message is None:
             return False, None
-        return str(message.get("text") or "") != THINKING_TEXT, placeholder
+        return str(message.get("text") or "") != THINKING_TEXT, row.placeholder_ts
 
-    async def _untracked_placeholder(self, key: ThreadKey, row: InflightRecord) -> str | None:
-        """A "thinking" message posted after the user's but killed before its ts was
-        recorded: the first such message of ours later in the thread."""
-        for message in await self._thread_messages(key, row.message_ts):
-            if (
-                message.get("bot_id")
-                and message.get("text") == THINKING_TEXT
-                and float(message.get("ts", 0)) > float(row.message_ts)
-            ):
-                return str(message["ts"])
-        return None
+    async def _untracked(self, key: ThreadKey, row: InflightRecord) -> tuple[bool, str | None]:
+        """What a message with no reply message recorded left in the thread, after the
+        user's: the complete reply of its invocation, posted whole before the kill beat
+        the finish (it landed); else a "thinking" message whose ts the kill beat."""
+        later = [
+            message
+            for message in await self._thread_messages(key, row.message_ts)
+            if message.get("bot_id") and float(message.get("ts", 0)) > float(row.message_ts)
+        ]
+        for message in later:
+            if row.invocation_id and is_complete_reply(message, row.invocation_id):
+                return True, str(message["ts"])
+        for message in later:
+            if message.get("text") == THINKING_TEXT:
+                return False, str(message["ts"])
+        return False, None
 
 
 def _user_metadata(row: InflightRecord) -> dict[str, Any]:

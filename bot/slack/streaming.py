@@ -1,28 +1,37 @@
-"""A reply streamed into its Slack thread: `chat.startStream`, the agent hand-offs as a
-task timeline and the text in batches (`chat.appendStream`), then `chat.stopStream`
-with the context line naming the agent that owns the reply, as a placeholder's reply has.
+"""A reply streamed into its Slack thread: `chat.startStream` with the reply's first
+content (the agent hand-offs as a task timeline, the text in batches), more with
+`chat.appendStream`, then `chat.stopStream` with the context line naming the agent that
+owns the reply, as a placeholder's reply has.
 
 Guarantees, the same as the placeholder's:
 - what the model wrote is made safe (mentions escaped, links honest) before any of it
   is sent (`render.markdown.MarkdownGate`), a mention split across deltas included;
-- the first text goes out at once, then at most once per `STREAM_APPEND_SECONDS`
-  (Slack's Tier 4 limit), never beyond the length one reply message holds;
+- the message is started with the reply's first content, as the Slack SDK's own stream
+  helper starts it, not before: until then the panel shows the working agent as its
+  status, which Slack clears when the message is posted;
+- a hand-off shows at once; the first text once it has gathered `FIRST_TEXT_WAIT_S`
+  (the reply is shown whole, in one message and no stream, when it is complete by then),
+  then at most once per `STREAM_APPEND_SECONDS` (Slack's Tier 4 limit), never beyond
+  the length one reply message holds;
 - the stored reply is the truth: when what was streamed is not exactly its start (a
   step turned streamed text into a transfer, or the reply is longer than one message),
   the stream stops and the caller rewrites the message with `chat.update`, as it
   replaces a placeholder, posting the rest as continuations;
-- the finished message carries `REPLY_METADATA`, so a recovery after a crash can tell a
+- the started message is recorded (`opened`) before anything else is sent, and the
+  finished one carries `REPLY_METADATA`, so a recovery after a crash can tell a
   finished reply (nothing more to post) from an interrupted stream (finished in place).
 
 Where Slack refuses the stream (the method is not allowed, a channel without the
-recipient ids it requires) `open_stream` answers None and the caller posts a placeholder.
+recipient ids it requires) nothing is streamed: `open_stream` answers None (the caller
+posts a placeholder), or the refused stream shows nothing and the reply is posted whole.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -41,7 +50,8 @@ log = logging.getLogger(__name__)
 REGISTRY.describe(
     "support_bot_reply_streams_total",
     "counter",
-    "Replies by how they reached Slack: streamed, rewritten after a stream, or refused",
+    "Replies by how they reached Slack: streamed, rewritten after a stream, posted whole "
+    "(complete before a stream was needed), or refused (posted whole)",
 )
 
 # The message metadata of a reply that is complete in its message (see module).
@@ -49,19 +59,40 @@ REPLY_EVENT_TYPE = "support_bot_reply"
 _SLACK_FAILURES = (SlackApiError, aiohttp.ClientError, TimeoutError)
 
 
-def reply_metadata(agent: str) -> dict[str, Any]:
-    """The metadata marking a message as a complete reply written by `agent`."""
-    return {"event_type": REPLY_EVENT_TYPE, "event_payload": {"agent": agent}}
+def reply_metadata(agent: str, invocation_id: str | None = None) -> dict[str, Any]:
+    """The metadata marking a message as the complete reply `agent` wrote in invocation
+    `invocation_id`."""
+    payload = {"agent": agent}
+    if invocation_id:
+        payload["invocation_id"] = invocation_id
+    return {"event_type": REPLY_EVENT_TYPE, "event_payload": payload}
 
 
-def is_complete_reply(message: dict[str, Any]) -> bool:
+def is_complete_reply(message: dict[str, Any], invocation_id: str | None = None) -> bool:
     """Whether a Slack message (from conversations.replies with metadata) is a
-    complete reply."""
+    complete reply (of invocation `invocation_id`, when given)."""
     metadata = message.get("metadata")
-    return isinstance(metadata, dict) and metadata.get("event_type") == REPLY_EVENT_TYPE
+    if not isinstance(metadata, dict) or metadata.get("event_type") != REPLY_EVENT_TYPE:
+        return False
+    if invocation_id is None:
+        return True
+    payload = metadata.get("event_payload")
+    return isinstance(payload, dict) and payload.get("invocation_id") == invocation_id
 
 
-async def open_stream(
+# How long the first text gathers before it is shown: a reply complete by then is
+# posted whole (one call instead of a stream's two or more), and a streamed one opens
+# with more than a word. Under what a reader notices.
+FIRST_TEXT_WAIT_S = 0.25
+
+Opened = Callable[[str], Awaitable[None]]
+
+
+async def _nothing(ts: str) -> None:
+    return None
+
+
+def open_stream(
     client: Any,
     key: ThreadKey,
     msg: IncomingMessage,
@@ -70,57 +101,67 @@ async def open_stream(
     limit: int,
     interval: float,
     steps: frozenset[str],
+    opened: Opened = _nothing,
 ) -> SlackStream | None:
-    """Start streaming the reply to `msg`, or None when Slack will not stream here."""
+    """The stream of the reply to `msg`, to be started with its first content; None when
+    Slack will not stream here (a channel message without the recipient ids)."""
     if not msg.is_dm and not (msg.user and msg.team_id):
         REGISTRY.inc("support_bot_reply_streams_total", outcome="refused")
         return None
-    try:
-        resp = await client.chat_startStream(
-            channel=key.channel_id,
-            thread_ts=key.thread_ts,
-            recipient_user_id=msg.user or None,
-            recipient_team_id=msg.team_id or None,
-            task_display_mode="timeline",
-            **identity,
-        )
-    except _SLACK_FAILURES as exc:
-        code = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
-        log.info("reply not streamed (%s): a placeholder instead", code)
-        REGISTRY.inc("support_bot_reply_streams_total", outcome="refused")
-        return None
-    ts = str(resp["ts"])
-    return SlackStream(client, key.channel_id, ts, limit=limit, interval=interval, steps=steps)
+    start = {
+        "channel": key.channel_id,
+        "thread_ts": key.thread_ts,
+        "recipient_user_id": msg.user or None,
+        "recipient_team_id": msg.team_id or None,
+        "task_display_mode": "timeline",
+        **identity,
+    }
+    return SlackStream(
+        client, key.channel_id, start, limit=limit, interval=interval, steps=steps, opened=opened
+    )
 
 
 class SlackStream:
-    """One reply being streamed into message `ts` of `channel`."""
+    """One reply to be streamed into `channel`: its message `ts` is None until the
+    reply's first content starts it (`start`: the `chat.startStream` arguments)."""
 
     def __init__(
         self,
         client: Any,
         channel: str,
-        ts: str,
+        start: dict[str, Any],
         *,
         limit: int,
         interval: float,
         steps: frozenset[str] = frozenset(),
+        opened: Opened = _nothing,
     ) -> None:
         self.client = client
         self.channel = channel
-        self.ts = ts
+        self.ts: str | None = None
         self.limit = limit
         self.interval = interval
         self.timeline = Timeline(steps)
-        self.sent = ""  # the safe Markdown text appended so far
+        self.sent = ""  # the safe Markdown text shown so far
         self.broken = False
+        self._start = start
+        self._opened = opened
         self._gate = MarkdownGate()
         self._pending = ""
-        self._last_text_at: float | None = None  # the first text goes at once
+        self._pending_since: float | None = None  # when the first text came
+        self._last_text_at: float | None = None
         self._full = False
+        # Text that is due goes out even when no later event comes (a model that
+        # pauses): a timer, and the flush it started. One Slack call at a time.
+        self._lock = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._flush: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self._closed = False
 
     async def observe(self, event: Event) -> None:
         """Show one event of the invocation: its tasks at once, its text in batches."""
+        self._raise_failure()
         tasks = self.timeline.observe(event)
         if event.partial and not self._full:
             text = self._gate.feed(event.text)
@@ -128,11 +169,56 @@ class SlackStream:
                 self._full = True  # the rest comes with the stored reply
             else:
                 self._pending += text
-        due = self._last_text_at is None or time.monotonic() - self._last_text_at >= self.interval
-        if tasks or (self._pending and due):
-            await self._append(tasks)
+        now = time.monotonic()
+        if self._pending and self._pending_since is None:
+            self._pending_since = now
+        if tasks or (self._pending and self._due_in(now) <= 0):
+            self._cancel_timer()
+            async with self._lock:
+                await self._send(tasks)
+        elif self._pending and self._timer is None and self._flush is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._due_in(now), self._flush_due)
 
-    async def _append(self, tasks: list[Chunk]) -> None:
+    def _due_in(self, now: float) -> float:
+        """Seconds until the pending text may be sent."""
+        if self._last_text_at is None:
+            assert self._pending_since is not None
+            return self._pending_since + FIRST_TEXT_WAIT_S - now
+        return self._last_text_at + self.interval - now
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _flush_due(self) -> None:
+        self._timer = None
+        self._flush = asyncio.create_task(self._send_pending())
+
+    async def _send_pending(self) -> None:
+        try:
+            async with self._lock:
+                if self._pending and not self._closed:
+                    await self._send([])
+        except Exception as exc:  # a takeover found on opening: the turn's to raise
+            self._failure = exc
+        finally:
+            self._flush = None
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    async def _settle(self) -> None:
+        """No more text goes out by itself: the timer is off, its flush is done."""
+        self._closed = True
+        self._cancel_timer()
+        if self._flush is not None:
+            await asyncio.wait({self._flush})
+
+    async def _send(self, tasks: list[Chunk]) -> None:
         if self.broken:
             return
         chunks: list[Chunk] = []
@@ -141,19 +227,36 @@ class SlackStream:
             chunks.append({"type": "markdown_text", "text": text})
         chunks += tasks
         try:
-            await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
+            if self.ts is None:
+                resp = await self.client.chat_startStream(**self._start, chunks=chunks)
+            else:
+                await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
         except _SLACK_FAILURES as exc:
-            # The stream is gone (expired, say): the reply is written with chat.update.
-            log.warning("stream append failed: %s", type(exc).__name__)
+            # Refused, or the stream is gone (expired, say): the reply is written whole.
+            code = exc.response.get("error") if isinstance(exc, SlackApiError) else None
+            if self.ts is None:
+                log.info("reply not streamed (%s): posted whole", code or type(exc).__name__)
+            else:
+                log.warning("stream append failed: %s", code or type(exc).__name__)
             self.broken = True
             return
+        if self.ts is None:
+            self.ts = str(resp["ts"])
+            await self._opened(self.ts)
         if text:
             self.sent += text
             self._last_text_at = time.monotonic()
 
     async def finish(self, reply: Event, transfers: Sequence[str]) -> bool:
         """Stop the stream with `reply`: True when the message now shows it whole and is
-        marked complete; False when the caller must still write it (`chat.update`)."""
+        marked complete; False when the caller must still write it (`chat.update` of
+        `ts`, or a new message when nothing was streamed)."""
+        await self._settle()
+        self._raise_failure()
+        if self.ts is None:
+            outcome = "refused" if self.broken else "whole"
+            REGISTRY.inc("support_bot_reply_streams_total", outcome=outcome)
+            return False
         text = safe_markdown(reply.text)
         whole = len(text) <= self.limit and text.startswith(self.sent) and not self.broken
         if whole:
@@ -166,7 +269,7 @@ class SlackStream:
                     chunks=chunks or None,
                     # The feedback buttons close the reply, as in the placeholder flow.
                     blocks=[reply_context(reply.author, transfers), feedback_block(reply.id)],
-                    metadata=reply_metadata(reply.author),
+                    metadata=reply_metadata(reply.author, reply.invocation_id),
                 )
             except _SLACK_FAILURES as exc:
                 log.warning("stream stop failed: %s", type(exc).__name__)
@@ -178,8 +281,12 @@ class SlackStream:
         return False
 
     async def stop(self, *, failed: bool) -> None:
-        """End the stream without a reply in it (the caller rewrites the message);
-        never raises."""
+        """End the stream without a reply in it (the caller rewrites the message, when
+        one was started); never raises."""
+        await self._settle()
+        self._failure = None
+        if self.ts is None:
+            return
         try:
             await self.client.chat_stopStream(
                 channel=self.channel, ts=self.ts, chunks=self.timeline.close(failed=failed) or None

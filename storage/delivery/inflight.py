@@ -339,6 +339,12 @@ class InflightStore:
 
         return write
 
+    async def set_stream(self, key: InflightKey, *, owner: str, stream_ts: str) -> bool:
+        """Record the streamed message the reply goes into, once it is started (with the
+        reply's first content): a crash from here on finishes the reply in it. False
+        when `owner` no longer holds the row."""
+        return await self._update_owned(key, owner, {"stream_ts": stream_ts})
+
     async def finish(self, key: InflightKey, *, owner: str) -> bool:
         """The thread has its answer (or the message needs none): forget the message,
         if `owner` still holds it."""
@@ -349,14 +355,25 @@ class InflightStore:
         return await self._gate.write(tx)
 
     async def finish_answered(
-        self, key: InflightKey, thread: ThreadKey, *, owner: str, now: float, owner_agent: str
+        self,
+        key: InflightKey,
+        thread: ThreadKey,
+        *,
+        owner: str,
+        now: float,
+        owner_agent: str,
+        also: Callable[[AsyncConnection], Awaitable[None]] | None = None,
     ) -> bool:
-        """`finish` the message and `ThreadStore.touch` its thread in one transaction."""
+        """`finish` the message and `ThreadStore.touch` its thread in one transaction,
+        with `also` (another store's write: the reply's event completed with its Slack
+        message, say) in it."""
 
         async def tx(conn: AsyncConnection) -> bool:
             params = _owned_params(key, owner)
             finished = await _DELETE_OWNED.rowcount(conn, params) > 0
             await touch_in(conn, thread, now=now, owner_agent=owner_agent)
+            if also is not None:
+                await also(conn)
             return finished
 
         return await self._gate.write(tx)

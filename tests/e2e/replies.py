@@ -1,11 +1,12 @@
 """What the bot's replies show in the fake Slack, however they got there (streamed with
-chat.startStream, or a placeholder replaced with chat.update)."""
+chat.startStream, posted whole, or a placeholder replaced with chat.update)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.slack.render.blocks import THINKING_TEXT
+from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT, THINKING_TEXT
+from bot.slack.streaming import is_complete_reply
 from tests.fakes.slack_api import FakeSlackApi
 
 
@@ -61,14 +62,27 @@ def context_text(message: dict[str, Any]) -> str:
     )
 
 
+def is_answer(message: dict[str, Any]) -> bool:
+    """A bot message that answers a message: a streamed reply, a replaced placeholder (the
+    reply, or a failure notice), a reply posted whole (it carries the complete-reply
+    metadata) or a failure notice posted as a new message."""
+    if not message.get("bot_id"):
+        return False
+    return (
+        "chunks" in message
+        or bool(message.get("edited"))
+        or is_complete_reply(message)
+        or message.get("text") in (FAILURE_TEXT, INTERRUPTED_TEXT)
+    )
+
+
 def answers(slack: FakeSlackApi) -> list[dict]:
-    """Every finished answer in any channel, oldest first: a streamed reply or a replaced
-    placeholder (the reply, or a failure notice)."""
+    """Every finished answer (`is_answer`) in any channel, oldest first."""
     found = [
         m
         for channel in slack.messages.values()
         for m in channel.values()
-        if m.get("bot_id") and ("chunks" in m or m.get("edited")) and finished(m)
+        if is_answer(m) and finished(m)
     ]
     return sorted(found, key=lambda m: float(m["ts"]))
 

@@ -170,11 +170,12 @@ async def test_conversation_rate_limited_post_is_retried_after_retry_after(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     bot = await start_bot(support_tree(ScriptedModel(["ok"])))
-    slack.fail("chat.startStream", status=429, times=1, retry_after=1)
+    slack.fail("chat.postMessage", status=429, times=1, retry_after=1)
     await bot.send_event(dm("hello", ts="1700000070.000100"))
     await wait_replies(slack, "D1")
     await bot.idle()
-    attempts = [a for a in slack.attempts if a.method == "chat.startStream"]
+    # The reply, complete at once, is one post: retried after Retry-After, posted once.
+    attempts = [a for a in slack.attempts if a.method == "chat.postMessage"]
     assert [a.status for a in attempts] == [429, 200]
     assert attempts[1].at - attempts[0].at >= 1.0
-    assert len(slack.calls_to("chat.stopStream")) == 1
+    assert len(slack.calls_to("chat.postMessage")) == 1

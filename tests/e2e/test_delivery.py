@@ -7,18 +7,19 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest
-from agents.models.scripted import ScriptedModel
+from agents.models.scripted import ScriptedModel, deltas
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm, sign
 from tests.e2e.replies import answers, shown, wait_answers
 from tests.e2e.trees import support_tree
-from tests.fakes.slack_api import Call, FakeSlackApi
+from tests.fakes.slack_api import FakeSlackApi
 
 
 def echo(request: LlmRequest) -> str:
@@ -38,8 +39,7 @@ async def test_delivery_same_event_three_times_concurrently_gives_one_reply(
     assert [r.status for r in responses] == [200, 200, 200]
     await wait_answers(slack)
     await bot.idle()
-    assert len(slack.calls_to("chat.startStream")) == 1
-    assert len(slack.calls_to("chat.stopStream")) == 1
+    assert len(slack.calls_to("chat.postMessage")) == 1
     assert len(answers(slack)) == 1
 
 
@@ -54,7 +54,7 @@ async def test_delivery_mention_and_message_double_delivery_gives_one_reply(
     )
     await wait_answers(slack)
     await bot.idle()
-    assert len(slack.calls_to("chat.startStream")) == 1
+    assert len(slack.calls_to("chat.postMessage")) == 1
     assert len(answers(slack)) == 1
 
 
@@ -113,26 +113,54 @@ async def test_delivery_checks_each_signature_exactly_once(
     assert len(checks) == 1
 
 
-async def test_delivery_taken_over_while_its_stream_opens_leaves_no_message_behind(
+def _taken_over(tmp_path: Path) -> None:
+    """A peer takes the message over (this process was thought dead)."""
+    conn = sqlite3.connect(tmp_path / "bot.db")
+    with conn:
+        conn.execute("UPDATE inflight SET owner = 'peer'")
+    conn.close()
+
+
+async def test_delivery_taken_over_before_its_turn_posts_nothing(
     slack: FakeSlackApi, start_bot: StartBot, tmp_path: Path
 ) -> None:
     model = ScriptedModel([echo])
     bot = await start_bot(support_tree(model))
     root = "1700000500.000100"
+    real_accept = bot.services.db.inflight.accept
 
-    def taken_over(_: Call) -> None:
-        # A peer takes the message over (this process was thought dead) just as Slack
-        # opens the reply's stream, before the turn is recorded as started.
-        conn = sqlite3.connect(tmp_path / "bot.db")
-        with conn:
-            conn.execute("UPDATE inflight SET owner = 'peer'")
-        conn.close()
+    async def accept_then_lose(*args: Any, **kwargs: Any) -> bool:
+        accepted = await real_accept(*args, **kwargs)
+        _taken_over(tmp_path)
+        return accepted
 
-    slack.before_answer("chat.startStream", taken_over)
+    bot.services.db.inflight.accept = accept_then_lose  # type: ignore[method-assign]
+    assert (await bot.send_event(dm("mine?", ts=root))).status == 200
+    await bot.idle()
+    # The peer answers: the turn's start found the row gone, so no model call, no
+    # message, and the user's event is not stored twice.
+    assert model.requests == []
+    assert [c.method for c in slack.calls if c.method.startswith("chat.")] == []
+    conn = sqlite3.connect(tmp_path / "bot.db")
+    with conn:
+        rows = conn.execute("SELECT owner, stage FROM inflight").fetchall()
+        stored = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    conn.close()
+    assert rows == [("peer", "accepted")] and stored == 0  # left whole for the peer
+
+
+async def test_delivery_taken_over_while_its_stream_opens_leaves_no_message_behind(
+    slack: FakeSlackApi, start_bot: StartBot, tmp_path: Path
+) -> None:
+    model = ScriptedModel([deltas("Let me ", "check ", "that.")], chunk_delay=0.2)
+    bot = await start_bot(support_tree(model))
+    root = "1700000500.000100"
+    # Just as Slack starts the reply's stream, before this process records it.
+    slack.before_answer("chat.startStream", lambda _call: _taken_over(tmp_path))
     assert (await bot.send_event(dm("mine?", ts=root))).status == 200
     await slack.wait_for("chat.delete")
     await bot.idle()
-    # The peer answers: this process ran no turn and took its empty message back.
-    assert model.requests == []
+    # The peer answers: this process stopped its stream and took the message back.
     assert len(slack.calls_to("chat.stopStream")) == 1
+    assert slack.calls_to("chat.appendStream") == []
     assert [m for m in slack.thread("D1", root) if m.get("bot_id")] == []

@@ -76,11 +76,12 @@ async def test_twelve_top_level_dms_are_one_conversation_with_one_digest(
     replies = [m for m in slack.thread("D1", root) if m.get("bot_id")]
     assert [shown(m) for m in replies] == [f"Answer {n}" for n in range(12)]
     assert all("support_supervisor" in context_text(m) for m in replies)
-    # Each answer is streamed into the conversation's thread (Slack streams are always
-    # thread replies; the placeholder flow also shows the answer at the bottom of the DM).
-    assert all(m.get("chunks") for m in replies)
-    starts = slack.calls_to("chat.startStream")
-    assert len(starts) == 12 and {c["thread_ts"] for c in starts} == {root}
+    # Each answer, complete at once, is posted whole into the conversation's thread, and
+    # shown at the bottom of the DM too, where each question was written.
+    assert slack.calls_to("chat.startStream") == []
+    posts = [c for c in slack.calls_to("chat.postMessage") if c["channel"] == "D1"]
+    assert len(posts) == 12 and {c["thread_ts"] for c in posts} == {root}
+    assert [m.get("subtype") for m in replies] == ["thread_broadcast"] * 12
     # The model saw the whole conversation on the last turn.
     assert "about order 0" in json.dumps([str(c) for c in model.requests[-1].contents])
 

@@ -13,6 +13,7 @@ from bot.ops.stats import stats_rows
 from bot.slack.render.blocks import FEEDBACK_ACTION
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, dm
+from tests.e2e.replies import answers, wait_answers
 from tests.e2e.test_metrics import samples
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
@@ -75,14 +76,16 @@ def click(
 async def answered(
     bot: BotHarness, slack: FakeSlackApi, text: str, root: str
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Send `text` as a new DM and wait for its streamed reply: the reply's feedback
-    block, and where a click on it comes from (channel, thread, message)."""
+    """Send `text` as a new DM and wait for its reply (streamed, or posted whole): the
+    reply's feedback block, and where a click on it comes from (channel, thread,
+    message)."""
+    before = len(answers(slack))
     await bot.send_event(dm(text, ts=root))
-    await slack.wait_for("chat.stopStream")
+    await wait_answers(slack, before + 1)
     await bot.idle()
-    [update] = slack.calls_to("chat.stopStream")  # the streamed reply, finished
-    where = {"channel": "D1", "thread_ts": root, "message_ts": update["ts"]}
-    return feedback_block(update), where
+    [reply] = [m for m in answers(slack) if m.get("thread_ts") == root]
+    where = {"channel": "D1", "thread_ts": root, "message_ts": reply["ts"]}
+    return feedback_block(reply), where
 
 
 async def metrics(bot: BotHarness) -> dict[str, float]:

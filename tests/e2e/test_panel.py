@@ -73,7 +73,8 @@ async def test_panel_message_streams_its_reply_between_the_status_and_its_cleari
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     """The shipped configuration: a panel message shows the working agent, then its reply
-    streams (the hand-off as a task), and the status clears once the stream has stopped."""
+    streams (the hand-off starts it, as a task); the status set after the stream started
+    (the specialist at work) clears once the stream has stopped."""
     model = ThinkingModel([transfer("billing_agent"), "Your refund is on its way."])
     bot = await start_bot(support_tree(model))
     root = "1700000610.000100"
@@ -98,6 +99,26 @@ async def test_panel_message_streams_its_reply_between_the_status_and_its_cleari
     assert any("billing_agent" in str(task) for task in tasks)
     assert calls[stop][1]["ts"] == answer["ts"]  # the streamed message is the answer
     assert all(a["thread_ts"] == root for m, a in calls if m == "chat.startStream")
+    assert slack.statuses == {}  # no status line is left under the thread
+
+
+async def test_panel_reply_complete_at_once_takes_the_status_with_it(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    """The common turn: the status shows while the agent works, the reply (complete at
+    once) is posted whole, and Slack clears the status with that post: two calls."""
+    bot = await start_bot(support_tree(ScriptedModel(["Hello from the panel."])))
+    root = "1700000620.000100"
+    await bot.send_event(dm("hi", ts="1700000621.000100", thread_ts=root, channel=PANEL))
+    [answer] = await wait_answers(slack)
+    await bot.idle()
+    posts = [(m, a.get("status")) for m, a in methods(slack) if not m.startswith("auth.")]
+    assert posts == [
+        ("assistant.threads.setStatus", "support_supervisor is checking your request…"),
+        ("chat.postMessage", None),
+    ]
+    assert answer["thread_ts"] == root and "Hello from the panel." in answer["text"]
+    assert slack.statuses == {}
 
 
 async def test_panel_message_shows_the_working_agent_then_the_reply(

@@ -56,10 +56,9 @@ async def test_reply_longer_than_a_section_after_escaping_is_split_not_refused(
     answer = "\n".join(lines)
     assert 3000 < len(answer) < 3500
     bot = await one_reply(slack, start_bot, answer)
-    # Longer than one message: the stream stops and its message is rewritten with the
-    # first part (chat.update); the rest continue in the thread.
-    [update] = slack.calls_to("chat.update")
-    rest = [c for c in slack.calls_to("chat.postMessage") if c.get("thread_ts") == ROOT]
+    # Longer than one message, and complete at once: posted whole, the first part and
+    # then the rest as continuations in the thread.
+    [update, *rest] = [c for c in slack.calls_to("chat.postMessage") if c.get("thread_ts") == ROOT]
     shown = [update["blocks"][0]["text"]["text"]] + [c["blocks"][0]["text"]["text"] for c in rest]
     assert all(len(t) <= SECTION_TEXT for t in shown) and len(shown) >= 2
     joined = "\n".join(shown)
@@ -78,13 +77,14 @@ DISHONEST = (
 )
 
 
-async def test_streamed_reply_links_show_their_real_host_and_never_ping(
+async def test_reply_posted_whole_links_show_their_real_host_and_never_ping(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
+    # Streamed text is made safe the same way (tests/e2e/test_streaming.py).
     await one_reply(slack, start_bot, DISHONEST)
     [reply] = answers(slack)
     text = shown_text(reply)
-    assert "[https://evil.example/steal](https://evil.example/steal)" in text
+    assert "<https://evil.example/steal|https://evil.example/steal>" in text
     assert "bank.example.com" not in text
     assert PINGS.search(json.dumps([c.args for c in slack.calls])) is None
 
@@ -118,8 +118,8 @@ async def test_agent_name_shows_without_passing_username_to_chat_update(
     await wait_answers(slack)
     await bot.idle()
     if streaming == "auto":
-        [start] = slack.calls_to("chat.startStream")
-        assert start["username"] == "support_supervisor"
+        [post] = slack.calls_to("chat.postMessage")  # complete at once: posted whole
+        assert post["username"] == "support_supervisor"
     else:
         [placeholder] = slack.calls_to("chat.postMessage")
         [update] = slack.calls_to("chat.update")

@@ -1,8 +1,10 @@
-"""Streamed replies over real HTTP: the stream's calls in order, the task timeline, the
-text made safe before it is sent, and the placeholder flow where Slack will not stream."""
+"""Streamed replies over real HTTP: the stream's calls in order (started with the
+reply's first content), the task timeline, the text made safe before it is sent, a reply
+complete at once posted whole, and the placeholder flow where streaming is off."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -10,7 +12,10 @@ import pytest
 
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, deltas, transfer
+from bot.slack.message_ts import message_ts
 from bot.slack.render.blocks import FAILURE_TEXT
+from bot.slack.streaming import is_complete_reply
+from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm
 from tests.e2e.trees import support_tree
@@ -66,12 +71,17 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     start = calls[0][1]
     assert (start["channel"], start["thread_ts"]) == ("D1", "1700000001.000100")
     assert start["task_display_mode"] == "timeline"
+    # The hand-off starts the message; the text follows.
+    assert kinds(start) == ["task:support_supervisor → billing_agent"]
     shown = [k for _, args in calls[1:] for k in kinds(args)]
-    assert shown[0] == "task:support_supervisor → billing_agent"
-    assert shown[1:] and set(shown[1:]) == {"text"}
-    # The first text at once, then at most one call per STREAM_APPEND_SECONDS.
-    assert methods.count("chat.appendStream") == 2
-    assert kinds(calls[-1][1]) == ["text"]  # the rest came with the stop
+    assert shown and set(shown) == {"text"}
+    # The first text once it gathered FIRST_TEXT_WAIT_S, then at most one call per
+    # STREAM_APPEND_SECONDS; whatever is left comes with the stop.
+    appends = [c for c in slack.calls if c.method == "chat.appendStream"]
+    assert appends
+    assert all(b.at - a.at >= 0.9 for a, b in itertools.pairwise(appends))
+    assert "".join(streamed_text(slack)) == "Your refund &lt;!channel&gt; is on its way."
+    assert kinds(calls[-1][1]) == ["text"]
 
     # Nothing sent ever held a live mention, though the model split one across deltas.
     assert all("<!" not in piece for piece in streamed_text(slack))
@@ -94,20 +104,26 @@ async def test_without_streaming_the_same_reply_comes_by_placeholder_and_update(
         settings["streaming"] = "off"
     bot = await start_bot(support_tree(model), **settings)
     await bot.send_event(dm("I was charged twice", ts="1700000001.000100"))
-    await slack.wait_for("chat.update")
+    await slack.wait_for(lambda api: len(posting_calls(api)) >= 2)
     await bot.idle()
     methods = [m for m, _ in posting_calls(slack)]
-    tried = ["chat.startStream"] if way == "refused" else []  # answered not_allowed
-    assert methods == [*tried, "chat.postMessage", "chat.update"]
-    [update] = slack.calls_to("chat.update")
-    assert "Your refund is on its way." in update["text"]
-    assert "billing_agent" in context_text(update["blocks"])
+    if way == "refused":
+        # Tried with the first content (the hand-off), answered not_allowed: the reply is
+        # posted whole.
+        assert methods == ["chat.startStream", "chat.postMessage"]
+        [reply] = slack.calls_to("chat.postMessage")
+    else:
+        assert methods == ["chat.postMessage", "chat.update"]
+        [reply] = slack.calls_to("chat.update")
+    assert "Your refund is on its way." in reply["text"]
+    assert "billing_agent" in context_text(reply["blocks"])
 
 
 async def test_a_channel_thread_streams_to_its_recipient(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
-    bot = await start_bot(support_tree(ScriptedModel(["Hi from the channel"])))
+    model = ScriptedModel([deltas("Hi from ", "the ", "channel")], chunk_delay=0.2)
+    bot = await start_bot(support_tree(model))
     await bot.send_event(channel_message("help", ts="1700000002.000100", mention=True))
     await slack.wait_for("chat.stopStream")
     await bot.idle()
@@ -142,7 +158,8 @@ async def test_a_long_answer_stays_within_slacks_limits(
 ) -> None:
     paragraphs = [f"Paragraph {n}: " + "refund details " * 30 for n in range(20)]
     answer = "\n\n".join(paragraphs)
-    bot = await start_bot(support_tree(ScriptedModel([answer], chunk_chars=200)))
+    model = ScriptedModel([answer], chunk_chars=200, chunk_delay=0.05)
+    bot = await start_bot(support_tree(model))
     await bot.send_event(dm("explain everything", ts="1700000001.000100"))
     await slack.wait_for("chat.stopStream")
     await bot.idle()
@@ -157,3 +174,51 @@ async def test_a_long_answer_stays_within_slacks_limits(
         line.split(":")[0] for line in shown.split("\n\n") if line.startswith("Paragraph")
     ]
     assert "support_supervisor" in context_text(mine[0]["blocks"])
+
+
+@pytest.mark.parametrize("where", ["dm", "channel"])
+async def test_a_reply_complete_at_once_is_posted_whole_in_one_call(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, where: str
+) -> None:
+    """A reply the model gives in one piece needs no stream: one chat.postMessage, with
+    the context line, the feedback buttons and the complete-reply metadata, and the
+    stored reply cites that message."""
+    bot = await start_bot(support_tree(ScriptedModel(["Your refund is on its way."])))
+    if where == "dm":
+        channel, event = "D1", dm("I was charged twice", ts="1700000003.000100")
+    else:
+        channel = "C1"
+        event = channel_message("charged twice", ts="1700000003.000100", mention=True)
+    await bot.send_event(event)
+    await slack.wait_for("chat.postMessage")
+    await bot.idle()
+    assert [m for m, _ in posting_calls(slack)] == ["chat.postMessage"]
+    [post] = slack.calls_to("chat.postMessage")
+    assert post["thread_ts"] == "1700000003.000100"
+    assert "Your refund is on its way." in post["text"]
+    assert "support_supervisor" in context_text(post["blocks"])
+    assert any(b["type"] == "context_actions" for b in post["blocks"])  # feedback
+    assert is_complete_reply(post, None)
+    [message] = [m for m in slack.messages[channel].values() if m.get("bot_id")]
+    key = ThreadKey(team_id="T1", channel_id=channel, thread_ts="1700000003.000100")
+    record = await database.threads.get(key)
+    assert record is not None
+    session = await database.sessions.of_thread(record)
+    assert session is not None
+    [reply] = [e for e in session.events if e.author == "support_supervisor"]
+    assert message_ts(reply) == message["ts"]
+
+
+async def test_streamed_links_show_their_real_host(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    dishonest = "Log in at [https://bank.example.com/login](https://evil.example/steal) please."
+    model = ScriptedModel([dishonest], chunk_chars=12, chunk_delay=0.05)
+    bot = await start_bot(support_tree(model))
+    await bot.send_event(dm("how do I log in?", ts="1700000004.000100"))
+    await slack.wait_for("chat.stopStream")
+    await bot.idle()
+    assert slack.calls_to("chat.startStream")  # streamed, not posted whole
+    [message] = [m for m in slack.messages["D1"].values() if m.get("bot_id")]
+    assert "[https://evil.example/steal](https://evil.example/steal)" in message["text"]
+    assert "bank.example.com" not in "".join(streamed_text(slack))

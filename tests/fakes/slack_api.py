@@ -16,9 +16,11 @@ with `include_all_metadata`; history holds no thread replies), `conversations.me
 `apps.connections.open` (answers `socket_url`), the streaming methods
 (`tests.fakes.slack_streams`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
-answers `{"ok": true}` and is recorded: the assistant panel's
-`assistant.threads.setStatus`, `setTitle` and `setSuggestedPrompts` among them, each
-checked for the arguments and shapes Slack takes.
+answers `{"ok": true}` and is recorded: the assistant panel's `setTitle` and
+`setSuggestedPrompts` among them, each checked for the arguments and shapes Slack
+takes. `assistant.threads.setStatus` shows its line in `statuses` until it is set to
+"" or, as Slack documents, the app posts a message in the thread (`chat.postMessage`,
+`chat.startStream`); an update of an earlier message leaves it.
 
 Strict like Slack: a call with an argument its method does not take, or blocks beyond
 Block Kit's documented limits, is refused with Slack's error code (see
@@ -93,6 +95,8 @@ class FakeSlackApi:
         self.attempts: list[Call] = []
         # channel -> ts -> message dict (text, blocks, user/bot_id, thread_ts, ...)
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}
+        # (channel, thread_ts) -> the panel status line Slack shows under the thread
+        self.statuses: dict[tuple[str, str], str] = {}
         self._faults: dict[str, _Fault] = {}
         # An error code chat.startStream answers with (see tests.fakes.slack_streams).
         self.stream_refusal: str | None = None
@@ -282,11 +286,24 @@ class FakeSlackApi:
             msg["metadata"] = args["metadata"]
         if args.get("thread_ts"):
             msg["thread_ts"] = args["thread_ts"]
+            self.replied_in(channel, str(args["thread_ts"]))
             if _true(args.get("reply_broadcast")):
                 # Also shown in the channel (or DM), as Slack marks it.
                 msg["subtype"] = "thread_broadcast"
         self.messages.setdefault(channel, {})[ts] = msg
         return {"ok": True, "channel": channel, "ts": ts, "message": msg}
+
+    def replied_in(self, channel: str, thread_ts: str) -> None:
+        """The app posted in the thread: Slack clears its status line there."""
+        self.statuses.pop((channel, thread_ts), None)
+
+    def _set_status(self, args: dict[str, Any]) -> dict[str, Any]:
+        where = (str(args.get("channel_id", "")), str(args.get("thread_ts", "")))
+        if args.get("status"):
+            self.statuses[where] = str(args["status"])
+        else:
+            self.statuses.pop(where, None)
+        return {"ok": True}
 
     def _update(self, args: dict[str, Any]) -> dict[str, Any]:
         channel, ts = args.get("channel", ""), args.get("ts", "")
@@ -421,6 +438,7 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "views.open": lambda self, a: {"ok": True, "view": {"id": "V" + self.next_ts()}},
     "views.publish": lambda self, a: {"ok": True, "view": {"id": "VHOME"}},
     "apps.connections.open": FakeSlackApi._connections_open,
+    "assistant.threads.setStatus": FakeSlackApi._set_status,
 }
 # Streamed messages (chat.startStream, appendStream, stopStream): tests.fakes.slack_streams.
 _HANDLERS.update(STREAM_HANDLERS)

@@ -86,6 +86,7 @@ def _start(fake: FakeSlackApi, args: dict[str, Any]) -> dict[str, Any]:
     }
     _add(message, args)
     fake.messages.setdefault(channel, {})[ts] = message
+    fake.replied_in(channel, str(args["thread_ts"]))
     return {"ok": True, "channel": channel, "ts": ts}
 
 

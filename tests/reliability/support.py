@@ -12,7 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -193,6 +193,23 @@ class EchoModel:
         self.calls += 1
         said = next((c.text for c in reversed(request.contents) if c.role == "user"), "?")
         return LlmResponse.from_text(f"Answer to: {said}", usage=Usage(prompt_tokens=10))
+
+
+class StreamingEchoModel(EchoModel):
+    """`EchoModel` streamed: its answer in two deltas `delay` seconds apart, slow enough
+    that the reply's stream is started before the answer is complete."""
+
+    def __init__(self, delay: float = 0.4) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]:
+        answer = await self.generate(request)
+        half = len(answer.text) // 2
+        for piece in (answer.text[:half], answer.text[half:]):
+            yield LlmResponse.from_text(piece, partial=True)
+            await asyncio.sleep(self.delay)
+        yield answer
 
 
 def echo_tree(model: EchoModel) -> LlmAgent:

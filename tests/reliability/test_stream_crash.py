@@ -162,3 +162,59 @@ async def test_recovery_finishes_an_abandoned_stream_in_place(
         assert "support_supervisor" in context_text(message)
     else:
         assert message["text"] == INTERRUPTED_TEXT
+
+
+@pytest.mark.parametrize("posted", [True, False])
+async def test_recovery_finds_a_reply_posted_whole_by_its_invocation(
+    slack: FakeSlackApi, tmp_path: Path, posted: bool
+) -> None:
+    """A reply complete at once is posted as a new message, with no stream to record:
+    killed after that post and before the finish, the restart finds the reply by its
+    invocation and posts nothing more; killed before it, the restart posts it once."""
+    db = await open_database(tmp_path)
+    bot = await BotHarness.start(slack, agent=echo_tree(EchoModel()), db=db, summarizer=object())
+    services = bot.services
+    root = "1700000950.000100"
+    msg = IncomingMessage("T1", "D1", "im", "U1", "refund?", root, None, mentioned=False)
+    key, tracked, invocation = thread_key(msg), inflight_key(msg), "inv-whole"
+    try:
+        dead = "dead-process"
+        record = await ensure_thread(
+            db, key, None, new_session_id=uuid.uuid4().hex, app_name="support_bot", user_id="U1"
+        )
+        await db.inflight.accept(
+            tracked, thread_ts=root, message=msg.to_record(), delivery_key="d1", owner=dead,
+            now=time.time(),
+        )  # fmt: skip
+        await db.inflight.start(tracked, owner=dead, invocation_id=invocation, now=time.time())
+        await run_turn(
+            services.runner, user_id="U1", session_id=record.session_id, text="refund?",
+            invocation_id=invocation, metadata=turn_metadata(root, None),
+        )  # fmt: skip
+        # Another reply of ours later in the thread (an earlier turn's, say) is not it.
+        other = reply_metadata("support_supervisor", "inv-other")
+        await services.client.chat_postMessage(
+            channel="D1", thread_ts=root, text="Earlier answer", metadata=other
+        )
+        if posted:
+            await services.client.chat_postMessage(
+                channel="D1", thread_ts=root, text="Answer to: refund?",
+                metadata=reply_metadata("support_supervisor", invocation),
+            )  # fmt: skip
+        posts_before = len(slack.calls_to("chat.postMessage"))
+
+        report = await recover(services, startup=True)
+        await bot.idle()
+        assert await db.inflight.count() == 0
+    finally:
+        await bot.stop()
+        await db.close()
+
+    assert report.resumed == 1
+    new_posts = slack.calls_to("chat.postMessage")[posts_before:]
+    if posted:
+        assert new_posts == []
+    else:
+        [reply] = new_posts
+        assert "Answer to: refund?" in reply["text"]
+        assert reply["metadata"]["event_payload"]["invocation_id"] == invocation

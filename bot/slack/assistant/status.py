@@ -1,9 +1,13 @@
 """The panel's loading status while a turn runs: which agent is working on the message.
 
 `assistant.threads.setStatus` shows a line under the thread ("billing_agent is checking
-your request…") until the app replies or the status is cleared. The turn's events drive
-it (`run_turn(on_event=...)`): a transfer names the new agent, an AgentTool call names
-the agent consulted. The runtime knows nothing of this; it only yields its events.
+your request…") until the app posts its reply in the thread (Slack clears it then) or
+the status is cleared. A streamed reply is started with its first content, so the
+line shows while the agents work and goes with the reply; a status sent after that (a
+hand-off while the reply streams, a placeholder flow's status) is cleared explicitly.
+The turn's events drive it (`run_turn(on_event=...)`): a transfer names the new agent,
+an AgentTool call names the agent consulted. The runtime knows nothing of this; it
+only yields its events.
 
 Status calls never hold up the turn: they are sent from a background task, the latest
 status wins, and a Slack failure only costs the status line (it is logged).
@@ -33,14 +37,17 @@ class TurnStatus:
     (a message outside the panel has no status line)."""
 
     def start(self) -> None:
-        """Show the agent expected to take the message (once Slack shows the thread's
-        placeholder: a message posted after the status would clear it)."""
+        """Show the agent expected to take the message (after the thread's placeholder,
+        when there is one: a message posted after the status clears it)."""
 
     def show(self, agent: str) -> None:
         """Show `agent` as the one working on the message."""
 
     def observe(self, event: Event) -> None:
         """Take one event of the turn into account."""
+
+    def replied(self) -> None:
+        """The turn's reply (or notice) was just posted as a new message in the thread."""
 
     async def close(self) -> None:
         """Clear the status once the turn's answer (or notice) is shown."""
@@ -92,6 +99,12 @@ class PanelStatus(TurnStatus):
                 self._set(consulting_status(self._agent or event.author, call.name))
         if event.function_responses and self._agent is not None:
             self.show(self._agent)
+
+    def replied(self) -> None:
+        # Slack cleared the line. A status still on its way may land after the reply,
+        # so it stays to be cleared.
+        if self._sender is None:
+            self._shown = None
 
     async def close(self) -> None:
         if self._shown is None and self._sender is None:
