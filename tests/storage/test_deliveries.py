@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from agents.events import Event
 from storage import Database
+from storage.threads import ThreadKey
 
 
 async def test_delivery_first_of_concurrent_duplicates_wins(db: Database) -> None:
@@ -133,3 +135,36 @@ async def test_a_sqlite_accept_cancelled_while_waiting_to_write_hands_its_batch_
         assert await _accept(db, "1700000000.000400") is True
     finally:
         await db.close()
+
+
+async def test_stream_is_recorded_and_the_finish_rewrites_the_reply_in_place(db: Database) -> None:
+    """`set_stream` records the streamed message of a started message (for its owner
+    only), and `finish_answered(also=sessions.rewrite_in(...))` stores the reply again,
+    with what the transport learnt, in the same transaction as the finish."""
+    from storage.delivery.inflight import InflightKey
+
+    session = await db.sessions.create_session(app_name="app", user_id="U1", session_id="s1")
+    key = InflightKey(team_id="T1", channel_id="D1", message_ts="100.1")
+    thread = ThreadKey(team_id="T1", channel_id="D1", thread_ts="100.1")
+    record = await db.threads.create(thread, session_id="s1", app_name="app", user_id="U1", now=1.0)
+    await _accept(db, "100.1")
+    assert await db.inflight.start(key, owner="proc-1", invocation_id="inv", now=2.0)
+    assert await db.inflight.set_stream(key, owner="proc-1", stream_ts="100.2")
+    assert not await db.inflight.set_stream(key, owner="proc-2", stream_ts="100.9")
+    [row] = await db.inflight.left_by_others("proc-3", now=3.0, dead_after=None)
+    assert (row.stream_ts, row.placeholder_ts) == ("100.2", None)
+
+    await db.sessions.append_event(session, Event(author="user", invocation_id="inv"))
+    reply = await db.sessions.append_event(
+        session, Event(author="support", invocation_id="inv", custom_metadata={"k": 1})
+    )
+    shown = reply.with_metadata(slack_ts="100.2")
+    also = db.sessions.rewrite_in(record, shown)
+    finished = await db.inflight.finish_answered(
+        key, thread, owner="proc-1", now=4.0, owner_agent="support", also=also
+    )
+    assert finished and await db.inflight.count() == 0
+    stored = await db.sessions.get_session(app_name="app", user_id="U1", session_id="s1")
+    assert stored is not None
+    assert [dict(e.custom_metadata) for e in stored.events] == [{}, {"k": 1, "slack_ts": "100.2"}]
+    assert stored.events[1].id == reply.id
