@@ -162,6 +162,8 @@ class SlackStream:
     async def observe(self, event: Event) -> None:
         """Show one event of the invocation: its tasks at once, its text in batches."""
         self._raise_failure()
+        if self.broken:
+            return  # refused or gone: the reply is written whole
         tasks = self.timeline.observe(event)
         if event.partial and not self._full:
             text = self._gate.feed(event.text)
