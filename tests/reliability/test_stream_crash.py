@@ -109,6 +109,32 @@ async def test_sigkill_mid_stream_tells_each_thread_once_in_its_streamed_message
     assert flagged[0] == THREADS
 
 
+DEAD = "dead-process"
+
+
+async def sweep(bot: BotHarness, db: Any) -> None:
+    """The start-up recovery sweep, run to its end: it leaves nothing in flight and
+    resumes the one started message."""
+    report = await recover(bot.services, startup=True)
+    await bot.idle()
+    assert await db.inflight.count() == 0 and report.resumed == 1
+
+
+async def accepted_by_the_dead(db: Any, root: str) -> tuple[Any, Any]:
+    """A DM `root` that a dead process accepted, with its thread mapped: (its in-flight
+    key, the thread record)."""
+    msg = IncomingMessage("T1", "D1", "im", "U1", "refund?", root, None, mentioned=False)
+    key, tracked = thread_key(msg), inflight_key(msg)
+    record = await ensure_thread(
+        db, key, None, new_session_id=uuid.uuid4().hex, app_name="support_bot", user_id="U1"
+    )
+    await db.inflight.accept(
+        tracked, thread_ts=root, message=msg.to_record(), delivery_key="d1", owner=DEAD,
+        now=time.time(),
+    )  # fmt: skip
+    return tracked, record
+
+
 @pytest.mark.parametrize("state", ["reply_stored", "nothing_stored", "reply_shown"])
 async def test_recovery_finishes_an_abandoned_stream_in_place(
     slack: FakeSlackApi, tmp_path: Path, state: str
@@ -116,26 +142,17 @@ async def test_recovery_finishes_an_abandoned_stream_in_place(
     db = await open_database(tmp_path)
     bot = await BotHarness.start(slack, agent=echo_tree(EchoModel()), db=db, summarizer=object())
     services = bot.services
-    root = "1700000900.000100"
-    msg = IncomingMessage("T1", "D1", "im", "U1", "refund?", root, None, mentioned=False)
-    key, tracked, invocation = thread_key(msg), inflight_key(msg), "inv-dead"
+    root, invocation = "1700000900.000100", "inv-dead"
     try:
         # What a process killed mid-stream leaves behind: its in-flight row with the
         # stream's ts, the stream half shown, and (maybe) the stored reply.
-        dead = "dead-process"
-        record = await ensure_thread(
-            db, key, None, new_session_id=uuid.uuid4().hex, app_name="support_bot", user_id="U1"
-        )
-        await db.inflight.accept(
-            tracked, thread_ts=root, message=msg.to_record(), delivery_key="d1", owner=dead,
-            now=time.time(),
-        )  # fmt: skip
+        tracked, record = await accepted_by_the_dead(db, root)
         started = await services.client.chat_startStream(
             channel="D1", thread_ts=root, task_display_mode="timeline"
         )
         ts = str(started["ts"])
         await db.inflight.start(
-            tracked, owner=dead, invocation_id=invocation, now=time.time(), stream_ts=ts
+            tracked, owner=DEAD, invocation_id=invocation, now=time.time(), stream_ts=ts
         )
         chunk = {"type": "markdown_text", "text": "Answer to"}
         await services.client.chat_appendStream(channel="D1", ts=ts, chunks=[chunk])
@@ -149,14 +166,11 @@ async def test_recovery_finishes_an_abandoned_stream_in_place(
             await services.client.chat_stopStream(channel="D1", ts=ts, metadata=metadata)
         updates_before = len(slack.calls_to("chat.update"))
 
-        report = await recover(services, startup=True)
-        await bot.idle()
-        assert await db.inflight.count() == 0
+        await sweep(bot, db)
     finally:
         await bot.stop()
         await db.close()
 
-    assert report.resumed == 1
     [message] = bot_messages(slack, "D1", root)
     assert message["ts"] == ts and finished(message)
     assert not slack.calls_to("chat.postMessage")
@@ -180,19 +194,10 @@ async def test_recovery_finds_a_reply_posted_whole_by_its_invocation(
     db = await open_database(tmp_path)
     bot = await BotHarness.start(slack, agent=echo_tree(EchoModel()), db=db, summarizer=object())
     services = bot.services
-    root = "1700000950.000100"
-    msg = IncomingMessage("T1", "D1", "im", "U1", "refund?", root, None, mentioned=False)
-    key, tracked, invocation = thread_key(msg), inflight_key(msg), "inv-whole"
+    root, invocation = "1700000950.000100", "inv-whole"
     try:
-        dead = "dead-process"
-        record = await ensure_thread(
-            db, key, None, new_session_id=uuid.uuid4().hex, app_name="support_bot", user_id="U1"
-        )
-        await db.inflight.accept(
-            tracked, thread_ts=root, message=msg.to_record(), delivery_key="d1", owner=dead,
-            now=time.time(),
-        )  # fmt: skip
-        await db.inflight.start(tracked, owner=dead, invocation_id=invocation, now=time.time())
+        tracked, record = await accepted_by_the_dead(db, root)
+        await db.inflight.start(tracked, owner=DEAD, invocation_id=invocation, now=time.time())
         await run_turn(
             services.runner, user_id="U1", session_id=record.session_id, text="refund?",
             invocation_id=invocation, metadata=turn_metadata(root, None),
@@ -209,14 +214,11 @@ async def test_recovery_finds_a_reply_posted_whole_by_its_invocation(
             )  # fmt: skip
         posts_before = len(slack.calls_to("chat.postMessage"))
 
-        report = await recover(services, startup=True)
-        await bot.idle()
-        assert await db.inflight.count() == 0
+        await sweep(bot, db)
     finally:
         await bot.stop()
         await db.close()
 
-    assert report.resumed == 1
     new_posts = slack.calls_to("chat.postMessage")[posts_before:]
     if posted:
         assert new_posts == []
