@@ -384,7 +384,11 @@ class SlackReplier:
             return
         posted: str | None = None
         try:
-            if stream is None or not await stream.finish(outcome.reply, outcome.transfers):
+            finished = stream is not None and await stream.finish(outcome.reply, outcome.transfers)
+            if stream is not None and stream.ts is not None:
+                # Its message, started during the turn or by the flush the finish awaited.
+                placeholder_ts = stream.ts
+            if not finished:
                 posted = await self._post_reply(key, placeholder_ts, outcome, broadcast)
         except MessageTakenOverError:
             # Found as the stream started (`_stream_opened`): the peer answers.
@@ -408,7 +412,7 @@ class SlackReplier:
             status.replied()
         # The reply's message, for an answer stored before it was known (a reply posted
         # whole, or a stream started by the reply's last event).
-        shown = posted or (stream.ts if stream is not None else None) or placeholder_ts
+        shown = posted or placeholder_ts
         reply = stamped(outcome.reply, shown) if shown else None
         also = None
         if reply is not None and record is not None and self._stores_events():

@@ -222,3 +222,21 @@ async def test_streamed_links_show_their_real_host(
     [message] = [m for m in slack.messages["D1"].values() if m.get("bot_id")]
     assert "[https://evil.example/steal](https://evil.example/steal)" in message["text"]
     assert "bank.example.com" not in "".join(streamed_text(slack))
+
+
+async def test_the_first_text_shows_while_the_model_pauses(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    """The first words start the stream once they gathered FIRST_TEXT_WAIT_S, though no
+    later delta comes to trigger it (a model that pauses after them)."""
+    model = ScriptedModel([deltas("Checking ", "your refund now.")], chunk_delay=1.0)
+    bot = await start_bot(support_tree(model))
+    await bot.send_event(dm("where is my refund?", ts="1700000005.000100"))
+    await slack.wait_for("chat.stopStream")
+    await bot.idle()
+    [start] = [c for c in slack.calls if c.method == "chat.startStream"]
+    [stop] = [c for c in slack.calls if c.method == "chat.stopStream"]
+    assert kinds(start.args) == ["text"] and start.args["chunks"][0]["text"] == "Checking "
+    assert stop.at - start.at >= 0.5  # shown during the pause, not with the rest
+    [message] = [m for m in slack.messages["D1"].values() if m.get("bot_id")]
+    assert message["text"] == "Checking your refund now."
