@@ -85,11 +85,8 @@ def is_complete_reply(message: dict[str, Any], invocation_id: str | None = None)
 # with more than a word. Under what a reader notices.
 FIRST_TEXT_WAIT_S = 0.25
 
+# Called with the message's ts as soon as Slack starts the stream (it records it).
 Opened = Callable[[str], Awaitable[None]]
-
-
-async def _nothing(ts: str) -> None:
-    return None
 
 
 def open_stream(
@@ -101,7 +98,7 @@ def open_stream(
     limit: int,
     interval: float,
     steps: frozenset[str],
-    opened: Opened = _nothing,
+    opened: Opened,
 ) -> SlackStream | None:
     """The stream of the reply to `msg`, to be started with its first content; None when
     Slack will not stream here (a channel message without the recipient ids)."""
@@ -133,8 +130,8 @@ class SlackStream:
         *,
         limit: int,
         interval: float,
-        steps: frozenset[str] = frozenset(),
-        opened: Opened = _nothing,
+        steps: frozenset[str],
+        opened: Opened,
     ) -> None:
         self.client = client
         self.channel = channel
