@@ -42,7 +42,7 @@ from bot.slack.streaming import is_complete_reply, stop_abandoned
 from bot.threads.speaker import SPEAKER_ID
 from bot.threads.turn import TurnOutcome, close_interrupted_calls
 from storage.delivery.inflight import InflightRecord
-from storage.threads import ThreadKey
+from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,8 @@ class Resumer:
 
     async def resume(self, row: InflightRecord) -> None:
         key = ThreadKey(team_id=row.team_id, channel_id=row.channel_id, thread_ts=row.thread_ts)
-        events = await self._events_with_user_message(key, row)
+        record = await self.s.db.threads.get(key)
+        events = await self._events_with_user_message(record, row)
         landed, placeholder = await self._reply_message(key, row)
         if landed:
             # The answer (or a notice) was in its message before the crash.
@@ -117,7 +118,6 @@ class Resumer:
             return
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
         broadcast = IncomingMessage.from_record(row.message).shown_in_dm
-        record = await self.s.db.threads.get(key)
         if outcome.answered:
             await self.replier.conclude(
                 key, row.key, placeholder, outcome, broadcast=broadcast, record=record
@@ -129,10 +129,12 @@ class Resumer:
             key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT, broadcast=broadcast
         )
 
-    async def _events_with_user_message(self, key: ThreadKey, row: InflightRecord) -> list[Event]:
-        """The session's events, after storing the user's message if the crash beat it."""
+    async def _events_with_user_message(
+        self, record: ThreadRecord | None, row: InflightRecord
+    ) -> list[Event]:
+        """The thread's session events, after storing the user's message if the crash
+        beat it."""
         db = self.s.db
-        record = await db.threads.get(key)
         if record is None:
             return []
         session = await db.sessions.ensure_of_thread(record)

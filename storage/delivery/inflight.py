@@ -27,7 +27,7 @@ from storage.engine import SqlGate
 from storage.errors import StorageError
 from storage.prepared import Prepared
 from storage.schema import deliveries, inflight
-from storage.sessions import session_exists_in
+from storage.sessions import Write, session_exists_in
 from storage.threads import ThreadKey, ThreadRecord, get_in, touch_in
 
 Stage = Literal["accepted", "started"]
@@ -362,7 +362,7 @@ class InflightStore:
         owner: str,
         now: float,
         owner_agent: str,
-        also: Callable[[AsyncConnection], Awaitable[None]] | None = None,
+        also: Write | None = None,
     ) -> bool:
         """`finish` the message and `ThreadStore.touch` its thread in one transaction,
         with `also` (another store's write: the reply's event completed with its Slack

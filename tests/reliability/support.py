@@ -22,7 +22,7 @@ from agents.events import Usage
 from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
 from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT
-from tests.e2e.harness import SIGNING_SECRET, TEAM, sign
+from tests.e2e.harness import SIGNING_SECRET, TEAM, BotHarness, open_database, sign
 from tests.e2e.replies import finished
 from tests.fakes.slack_api import FakeSlackApi
 
@@ -210,6 +210,13 @@ class StreamingEchoModel(EchoModel):
             yield LlmResponse.from_text(piece, partial=True)
             await asyncio.sleep(self.delay)
         yield answer
+
+
+async def start_echo_bot(slack: FakeSlackApi, tmp_path: Path) -> tuple[Any, BotHarness]:
+    """A database file in `tmp_path` and a bot on it answering with `EchoModel`."""
+    db = await open_database(tmp_path)
+    bot = await BotHarness.start(slack, agent=echo_tree(EchoModel()), db=db, summarizer=object())
+    return db, bot
 
 
 def echo_tree(model: EchoModel) -> LlmAgent:

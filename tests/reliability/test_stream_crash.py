@@ -22,17 +22,16 @@ from bot.slack.recovery import recover
 from bot.slack.render.blocks import INTERRUPTED_TEXT
 from bot.slack.streaming import reply_metadata
 from bot.threads.turn import ensure_thread, run_turn
-from tests.e2e.harness import BotHarness, dm, open_database
+from tests.e2e.harness import BotHarness, dm
 from tests.e2e.replies import context_text, finished, shown
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import (
     BotProcess,
-    EchoModel,
     Sender,
     bot_messages,
-    echo_tree,
     settled,
+    start_echo_bot,
     wait_until,
 )
 from tests.reliability.test_crash import bot_env
@@ -139,8 +138,7 @@ async def accepted_by_the_dead(db: Any, root: str) -> tuple[Any, Any]:
 async def test_recovery_finishes_an_abandoned_stream_in_place(
     slack: FakeSlackApi, tmp_path: Path, state: str
 ) -> None:
-    db = await open_database(tmp_path)
-    bot = await BotHarness.start(slack, agent=echo_tree(EchoModel()), db=db, summarizer=object())
+    db, bot = await start_echo_bot(slack, tmp_path)
     services = bot.services
     root, invocation = "1700000900.000100", "inv-dead"
     try:
@@ -191,8 +189,7 @@ async def test_recovery_finds_a_reply_posted_whole_by_its_invocation(
     """A reply complete at once is posted as a new message, with no stream to record:
     killed after that post and before the finish, the restart finds the reply by its
     invocation and posts nothing more; killed before it, the restart posts it once."""
-    db = await open_database(tmp_path)
-    bot = await BotHarness.start(slack, agent=echo_tree(EchoModel()), db=db, summarizer=object())
+    db, bot = await start_echo_bot(slack, tmp_path)
     services = bot.services
     root, invocation = "1700000950.000100", "inv-whole"
     try:
