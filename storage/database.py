@@ -91,6 +91,7 @@ class Database:
         transaction (see `storage.forget`): rows deleted per kind, and the posted
         digests that quoted them."""
         report = await self.gate.write(lambda conn: forget_user(conn, user_id))
+        self.sessions.decoded.clear()  # nor kept decoded in memory
         log.info("forgot user %s: %s", user_id, report.counts)
         return report
 

@@ -25,6 +25,7 @@ from agents.metrics import REGISTRY
 from agents.sessions.service import SessionNotFoundError
 from agents.sessions.session import Session
 from agents.sessions.state import split_delta, without_temp
+from storage.decoded_events import DecodedEvents
 from storage.engine import SqlGate
 from storage.errors import SessionExistsError
 from storage.prepared import Prepared
@@ -111,6 +112,8 @@ class SqlSessionService:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        # Events decoded by earlier loads, shared with later ones (`storage.decoded_events`).
+        self.decoded = DecodedEvents()
         self._insert_empty = Prepared(gate.insert(sessions).on_conflict_do_nothing())
         # invocation id -> a write to run in the transaction of that invocation's next append
         self._with_next_append: dict[str, Write] = {}
@@ -213,7 +216,7 @@ class SqlSessionService:
                 app_name=app_name,
                 user_id=user_id,
                 state=await _merged_state(conn, app_name, user_id, row["state"]),
-                events=_decode(event_rows, session_id),
+                events=_decode(event_rows, session_id, self.decoded),
                 created_at=row["created_at"],
                 last_update_time=row["updated_at"],
                 events_complete=not windowed or len(event_rows) == row["last_seq"],
@@ -285,7 +288,7 @@ class SqlSessionService:
         key = _key_params(session.app_name, session.user_id, session.id)
         attached = self._with_next_append.get(event.invocation_id)
 
-        async def tx(conn: AsyncConnection) -> Event:
+        async def tx(conn: AsyncConnection) -> tuple[Event, str]:
             if attached is not None:
                 await attached(conn)
             advanced = not own and compaction is None
@@ -299,6 +302,7 @@ class SqlSessionService:
             pk, last_seq = row[0], row[1]
             seq = last_seq if advanced else last_seq + 1
             stored = event.model_copy(update={"id": f"e{seq}", "actions": actions})
+            data = stored.model_dump_json()
             await _INSERT_EVENT.rowcount(
                 conn,
                 {
@@ -308,7 +312,7 @@ class SqlSessionService:
                     "invocation_id": stored.invocation_id,
                     "author": stored.author,
                     "timestamp": stored.timestamp,
-                    "data": stored.model_dump_json(),
+                    "data": data,
                     "custom_metadata": dict(stored.custom_metadata) or None,
                 },
             )
@@ -330,9 +334,10 @@ class SqlSessionService:
                 user=user,
                 now=stored.timestamp,
             )
-            return stored
+            return stored, data
 
-        stored = await self._gate.write(tx)
+        stored, data = await self._gate.write(tx)
+        self.decoded.remember(data, stored)
         if attached is not None:
             self.forget_next_append(event.invocation_id)
         session.events.append(stored)
@@ -379,12 +384,13 @@ async def _merged_state(
     return {**own, **app, **user}
 
 
-def _decode(rows: Sequence[Any], session_id: str) -> list[Event]:
-    """Events from their JSON; a corrupt row is logged and skipped, not fatal."""
+def _decode(rows: Sequence[Any], session_id: str, known: DecodedEvents) -> list[Event]:
+    """Events from their JSON (the ones `known` decoded before, shared); a corrupt row is
+    logged and skipped, not fatal."""
     decoded = []
     for pk, data in rows:
         try:
-            decoded.append(Event.model_validate_json(data))
+            decoded.append(known.decode(data))
         except (ValidationError, ValueError) as exc:
             reason = str(exc).splitlines()[0]
             log.error("skipping corrupt event row %s in session %s: %s", pk, session_id, reason)
