@@ -14,6 +14,11 @@ not as a fault of the bot.
 
     python bench/slack_load.py [--seconds 30] [--rate 200] [--threads 500]
     python bench/slack_load.py --find-capacity --seconds 60 [--rate 100]
+    python bench/slack_load.py --seconds 30 --rate 40 --runs 5
+
+`--runs N` repeats the trial and prints each run's CPU ratio and ack p99 with their
+medians: on a shared machine the bare app's own CPU per message moves by up to a quarter
+between consecutive runs, so quote the median of several.
 
 `--compare-streaming` runs the bot with `STREAMING=off` (placeholder, then chat.update)
 and then as shipped (streamed replies), and prints the extra CPU per message (target at
@@ -218,6 +223,25 @@ class Trial:
                 f"events never acknowledged (connection timed out): bot {self.unacked['bot']}"
                 f"  bare {self.unacked['bare']}"
             )
+
+
+def report_runs(trials: list[Trial]) -> None:
+    """The runs' ratios and their medians: on a shared machine the bare app's own CPU per
+    message moves by a quarter from one run to the next, so one run's ratio says little."""
+    ratios = [t.cpu_ms["bot"] / t.cpu_ms["bare"] for t in trials]
+    acks = [pct(t.acks["bot"], 99) for t in trials]
+    bare = [pct(t.acks["bare"], 99) for t in trials]
+    print(f"== {len(trials)} runs")
+    print(
+        "CPU ratio bot/bare per run: "
+        + ", ".join(f"{r:.2f}" for r in ratios)
+        + f"  median {statistics.median(ratios):.2f}"
+    )
+    print(
+        f"ack p99 ms per run: bot {', '.join(f'{a:.1f}' for a in acks)}"
+        f" (median {statistics.median(acks):.1f}); bare {', '.join(f'{b:.1f}' for b in bare)}"
+        f" (median {statistics.median(bare):.1f})"
+    )
 
 
 def reply_of(call: Call, slack: FakeSlackApi) -> tuple[str, str]:
@@ -457,21 +481,29 @@ async def run(args: argparse.Namespace) -> None:
     ways = ("off", "auto") if args.compare_streaming else (args.streaming,)
     cpu: dict[str, float] = {}
     for way in ways:
-        result = await run_trial(
-            args.seconds,
-            args.rate,
-            args.threads,
-            args.model_delay,
-            args.concurrency,
-            args.database_url,
-            postgres_admin=args.postgres_admin,
-            streaming=way,
-            compaction_delay=args.compaction_delay,
-            peer=args.peer,
-        )
-        print(f"== STREAMING={way}")
-        result.report()
-        cpu[way] = result.cpu_ms["bot"]
+        trials: list[Trial] = []
+        for run_number in range(1, args.runs + 1):
+            result = await run_trial(
+                args.seconds,
+                args.rate,
+                args.threads,
+                args.model_delay,
+                args.concurrency,
+                args.database_url,
+                postgres_admin=args.postgres_admin,
+                streaming=way,
+                compaction_delay=args.compaction_delay,
+                peer=args.peer,
+            )
+            print(
+                f"== STREAMING={way}"
+                + (f", run {run_number} of {args.runs}" if args.runs > 1 else "")
+            )
+            result.report()
+            trials.append(result)
+        if len(trials) > 1:
+            report_runs(trials)
+        cpu[way] = statistics.median(t.cpu_ms["bot"] for t in trials)
     if len(cpu) == 2:
         extra = cpu["auto"] / cpu["off"] - 1
         print(
@@ -511,6 +543,12 @@ if __name__ == "__main__":
         help="run STREAMING=off, then auto, and compare the bot's CPU per message",
     )
     parser.add_argument("--resolution", type=int, default=10, help="msg/s, with --find-capacity")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="repeat the trial, then print each run's CPU ratio and ack p99, and the medians",
+    )
     parser.add_argument(
         "--peer",
         choices=tuple(PEERS),
