@@ -10,7 +10,10 @@ One row per DM holds the current conversation's root and its last activity. Choo
 the conversation is one INSERT ... ON CONFLICT UPDATE, so two top-level messages that
 arrive at once at different processes still agree on it. A top-level message folded
 into a conversation it does not root is recorded (`dm_folded`), in the same
-transaction, so that a reply in the Slack thread under it joins that conversation.
+transaction, so that a reply in the Slack thread under it joins that conversation. A
+message Slack delivers is placed inside the transaction that accepts it
+(`DmConversationStore.placement`, run by `InflightStore.accept`), after its delivery is
+found new: its ack waits for one write, and a redelivery places nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +60,36 @@ _FOLDED_ROOT = Prepared(
 # Top-level messages whose conversation this process knows (a message's is fixed once it
 # is placed), so that replies in their threads cost no read on the ack path.
 _KNOWN_ROOTS = 10_000
+
+
+class DmPlacement:
+    """The placement of one top-level DM message (`DmConversationStore.placement`): a
+    write run inside a transaction, which returns the root it chose and keeps it in
+    `root` (the last run's, when a contended transaction was retried)."""
+
+    __slots__ = ("_store", "channel_id", "idle_after", "message_ts", "now", "root", "team_id")
+
+    def __init__(
+        self,
+        store: DmConversationStore,
+        team_id: str,
+        channel_id: str,
+        message_ts: str,
+        *,
+        now: float,
+        idle_after: float,
+    ) -> None:
+        self._store = store
+        self.team_id = team_id
+        self.channel_id = channel_id
+        self.message_ts = message_ts
+        self.now = now
+        self.idle_after = idle_after
+        self.root: str | None = None
+
+    async def __call__(self, conn: AsyncConnection) -> str:
+        self.root = await self._store._place_in(conn, self)
+        return self.root
 
 
 class DmConversationStore:
@@ -108,28 +141,44 @@ class DmConversationStore:
         """The root ts of the conversation the top-level message `message_ts` belongs to:
         the current one if it had a message within `idle_after` seconds, else a new one
         rooted at `message_ts`. Either way the conversation's activity is now."""
+        placement = self.placement(team_id, channel_id, message_ts, now=now, idle_after=idle_after)
+        await self._gate.write(placement)
+        return self.placed(placement)
+
+    def placement(
+        self, team_id: str, channel_id: str, message_ts: str, *, now: float, idle_after: float
+    ) -> DmPlacement:
+        """`place` as a write for another store's transaction: the acceptance of the
+        message (`InflightStore.accept`), so the ack waits for one write, not two. Once
+        that transaction has committed, `placed` gives the root."""
+        return DmPlacement(self, team_id, channel_id, message_ts, now=now, idle_after=idle_after)
+
+    def placed(self, placement: DmPlacement) -> str:
+        """The root `placement` chose, now that its transaction committed (kept for the
+        replies under the message: `folded_root`)."""
+        root = placement.root
+        assert root is not None, "the placement has not run"
+        key = (placement.team_id, placement.channel_id, placement.message_ts)
+        self._remember(key, None if root == placement.message_ts else root)
+        return root
+
+    async def _place_in(self, conn: AsyncConnection, placement: DmPlacement) -> str:
         params = {
-            "b_team": team_id,
-            "b_channel": channel_id,
-            "b_ts": message_ts,
-            "b_now": now,
-            "b_stale_before": now - idle_after,
+            "b_team": placement.team_id,
+            "b_channel": placement.channel_id,
+            "b_ts": placement.message_ts,
+            "b_now": placement.now,
+            "b_stale_before": placement.now - placement.idle_after,
         }
-
-        async def tx(conn: AsyncConnection) -> str:
-            root = str((await self._place.rows(conn, params))[0][0])
-            if root != message_ts:
-                fold = {
-                    "b_team": team_id,
-                    "b_channel": channel_id,
-                    "b_ts": message_ts,
-                    "b_root": root,
-                }
-                await self._fold.rowcount(conn, fold)
-            return root
-
-        root = await self._gate.write(tx)
-        self._remember((team_id, channel_id, message_ts), None if root == message_ts else root)
+        root = str((await self._place.rows(conn, params))[0][0])
+        if root != placement.message_ts:
+            fold = {
+                "b_team": placement.team_id,
+                "b_channel": placement.channel_id,
+                "b_ts": placement.message_ts,
+                "b_root": root,
+            }
+            await self._fold.rowcount(conn, fold)
         return root
 
     async def folded_root(self, team_id: str, channel_id: str, thread_ts: str) -> str | None:

@@ -13,6 +13,7 @@ the client (`bot.slack.client`): a Slack outage delays a reply, it never loses o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -49,6 +50,7 @@ from bot.slack.streaming import Opened, SlackStream, open_stream, reply_metadata
 from bot.slack.timeline import workflow_steps
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
 from storage.delivery.inflight import InflightKey, MessageTakenOverError
+from storage.dm_conversations import DmPlacement
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -89,9 +91,19 @@ class SlackReplier:
         self.s = services
         self.panel = Panel(services)
 
-    async def accept(self, msg: IncomingMessage) -> bool:
-        """Durably take the message on (before the ack): False for a duplicate delivery."""
-        accepted = await self.s.db.inflight.accept(
+    async def accept(
+        self, msg: IncomingMessage, placement: DmPlacement | None = None
+    ) -> IncomingMessage | None:
+        """Durably take the message on (before the ack): the message as accepted (placed
+        in its DM conversation by `placement`, a top-level DM's, in the same
+        transaction), or None for a duplicate delivery."""
+
+        def placed(root: str) -> tuple[str, dict[str, Any]]:
+            joined = dataclasses.replace(msg, conversation_ts=root)
+            return joined.root_ts, joined.to_record()
+
+        db = self.s.db
+        accepted = await db.inflight.accept(
             inflight_key(msg),
             thread_ts=msg.root_ts,
             message=msg.to_record(),
@@ -99,10 +111,15 @@ class SlackReplier:
             owner=self.s.owner,
             now=time.time(),
             keeps_dm_conversation=dm_conversation.keeps_conversation(msg),
+            placement=placement,
+            placed=placed,
         )
         if not accepted:
             REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")
-        return bool(accepted)
+            return None
+        if placement is None:
+            return msg
+        return dataclasses.replace(msg, conversation_ts=db.dm_conversations.placed(placement))
 
     async def handle(self, msg: IncomingMessage) -> None:
         """Decide whether to answer, then run the invocation and post the reply.

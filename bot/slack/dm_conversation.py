@@ -20,6 +20,7 @@ import time
 
 from bot.slack.messages import IncomingMessage
 from storage.database import Database
+from storage.dm_conversations import DmPlacement
 
 NEW_STARTED = "Done: your next message here starts a new conversation."
 NEW_ONLY_IN_DM = (
@@ -27,20 +28,24 @@ NEW_ONLY_IN_DM = (
 )
 
 
-async def place(db: Database, msg: IncomingMessage, *, idle_minutes: float) -> IncomingMessage:
+async def place(
+    db: Database, msg: IncomingMessage, *, idle_minutes: float
+) -> tuple[IncomingMessage, DmPlacement | None]:
     """`msg`, placed in its DM conversation (unchanged outside DMs and in threads, but
     for a reply under a top-level message folded into a conversation: it joins that
-    conversation). A DM thread's message keeps its conversation going as it is accepted,
-    see `keeps_conversation`."""
+    conversation), or, for a top-level DM message, `msg` and its placement: run in the
+    transaction that accepts the message (`SlackReplier.accept`), whose result is the
+    message placed. A DM thread's message keeps its conversation going as it is
+    accepted, see `keeps_conversation`."""
     if not msg.is_dm:
-        return msg
+        return msg, None
     if msg.thread_ts is not None:
         root = await db.dm_conversations.folded_root(msg.team_id, msg.channel, msg.thread_ts)
-        return msg if root is None else dataclasses.replace(msg, conversation_ts=root)
-    root = await db.dm_conversations.place(
+        return (msg if root is None else dataclasses.replace(msg, conversation_ts=root)), None
+    placement = db.dm_conversations.placement(
         msg.team_id, msg.channel, msg.ts, now=time.time(), idle_after=idle_minutes * 60
     )
-    return dataclasses.replace(msg, conversation_ts=root)
+    return msg, placement
 
 
 def keeps_conversation(msg: IncomingMessage) -> bool:

@@ -93,16 +93,17 @@ def register(app: AsyncApp, services: BotServices) -> None:
             return
         try:
             idle = settings.dm_conversation_idle_minutes
-            msg = await dm_conversation.place(services.db, msg, idle_minutes=idle)
-            key = (msg.team_id, msg.channel, msg.root_ts)
+            msg, placement = await dm_conversation.place(services.db, msg, idle_minutes=idle)
             # Durable before the ack: a crash after this point loses nothing (bot.slack.recovery).
-            accepted = await thread_replier.accept(msg)
+            accepted = await thread_replier.accept(msg, placement)
         except BaseException:
             # Answer 500 so Slack redelivers; the redelivery must not look like a duplicate.
             services.deliveries.forget(**delivery)
             raise
-        if not accepted:
+        if accepted is None:
             return
+        msg = accepted
+        key = (msg.team_id, msg.channel, msg.root_ts)
         # Shutting down: the message stays accepted and the next start-up answers it.
         if worker.closed:
             return

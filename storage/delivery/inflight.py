@@ -31,6 +31,12 @@ from storage.sessions import Write, session_exists_in
 from storage.threads import ThreadKey, ThreadRecord, get_in, touch_in
 
 Stage = Literal["accepted", "started"]
+# A write run in the transaction that accepts a message, once its delivery is found new,
+# that decides the thread it belongs to (a top-level DM's conversation,
+# `storage.dm_conversations.DmPlacement`); and, from that thread's ts, the `thread_ts`
+# and `message` its row is written with.
+Placement = Callable[[AsyncConnection], Awaitable[str]]
+Placed = Callable[[str], tuple[str, dict[str, Any]]]
 
 
 class InflightKey(BaseModel):
@@ -137,15 +143,29 @@ class ThreadCheck(NamedTuple):
 class _Pending:
     """One `accept` waiting for the next batch."""
 
-    __slots__ = ("delivery", "future", "keeps_dm_conversation", "row")
+    __slots__ = ("delivery", "future", "keeps_dm_conversation", "placement", "row")
 
     def __init__(
-        self, delivery: dict[str, Any], row: dict[str, Any], keeps_dm_conversation: bool
+        self,
+        delivery: dict[str, Any],
+        row: dict[str, Any],
+        keeps_dm_conversation: bool,
+        placement: tuple[Placement, Placed] | None,
     ) -> None:
         self.delivery = delivery
         self.row = row
         self.keeps_dm_conversation = keeps_dm_conversation
+        self.placement = placement
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+
+def _unchanged(thread_ts: str, message: dict[str, Any]) -> Placed:
+    return lambda _root: (thread_ts, message)
+
+
+def _in_order(first: dict[str, _Pending], winners: set[_Pending]) -> list[_Pending]:
+    """The batch's new deliveries in the order they arrived (placements depend on it)."""
+    return [p for p in first.values() if p in winners]
 
 
 class InflightStore:
@@ -171,12 +191,17 @@ class InflightStore:
         owner: str,
         now: float,
         keeps_dm_conversation: bool = False,
+        placement: Placement | None = None,
+        placed: Placed | None = None,
     ) -> bool:
         """Record the delivery and the message at once; False (nothing written) when the
         delivery key was seen before, by any process. With `keeps_dm_conversation` (a
         DM message in a thread) the same transaction keeps the DM's conversation rooted
         at `thread_ts` active (`storage.dm_conversations`), rather than one more write
-        on the ack path.
+        on the ack path. A `placement` runs in it too, for a new delivery only, and
+        `placed` turns the thread it chose into the row's `thread_ts` and `message`: a
+        top-level DM message is placed in its conversation as it is accepted, in the
+        order the batch's messages arrived.
 
         Accepts sit on the ack path, so concurrent ones are group-committed: every accept
         that arrives while a batch is being written goes into the next single
@@ -202,6 +227,7 @@ class InflightStore:
                 "accepted_at": now,
             },
             keeps_dm_conversation,
+            None if placement is None else (placement, placed or _unchanged(thread_ts, message)),
         )
         self._queue.append(pending)
         if not self._flushing:
@@ -255,7 +281,8 @@ class InflightStore:
             winners = {
                 p for p in first.values() if await self._insert_delivery.rows(conn, p.delivery)
             }
-            for p in winners:
+            for p in _in_order(first, winners):
+                await self._placed(conn, p)
                 await self._insert_row.rowcount(conn, p.row)
         else:
             # Executed with a list of rows, one statement object serves every batch
@@ -264,8 +291,12 @@ class InflightStore:
                 self._insert_delivery.statement, [p.delivery for p in first.values()]
             )
             winners = {first[key] for (key,) in inserted}
-            if winners:
-                await conn.execute(self._insert_row.statement, [p.row for p in winners])
+            rows = []
+            for p in _in_order(first, winners):
+                await self._placed(conn, p)
+                rows.append(p.row)
+            if rows:
+                await conn.execute(self._insert_row.statement, rows)
         for p in winners:
             if p.keeps_dm_conversation:
                 row = p.row
@@ -277,6 +308,13 @@ class InflightStore:
                     now=row["accepted_at"],
                 )
         return winners
+
+    @staticmethod
+    async def _placed(conn: AsyncConnection, pending: _Pending) -> None:
+        if pending.placement is not None:
+            placement, placed = pending.placement
+            thread_ts, message = placed(await placement(conn))
+            pending.row = {**pending.row, "thread_ts": thread_ts, "message": message}
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:

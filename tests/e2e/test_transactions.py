@@ -45,11 +45,12 @@ async def test_transactions_per_message_stay_within_budget(
     await bot.idle()
     follow_up = dict(seen)
     assert len(model.requests) == 2
-    # First message: accept, the DM's conversation placement, thread + empty session,
-    # the user's event appended with the message started and its stream (or
-    # placeholder) recorded, the reply's append, finish-and-touch; reads: the thread
-    # with the earlier-message check, the session.
-    assert first == {"write": 6, "read": 2}
+    # First message: accept with the DM's conversation placement (one transaction on
+    # the ack path), thread + empty session, the user's event appended with the message
+    # started, the reply's append, finish-and-touch (a reply complete at once is posted
+    # whole: no stream to record); reads: the thread with the earlier-message check, the
+    # session.
+    assert first == {"write": 5, "read": 2}
     # A follow-up has no thread to map (its DM conversation is kept active in the
     # accept's own transaction), and the read of its thread also finds its session.
     assert follow_up == {"write": 4, "read": 2}

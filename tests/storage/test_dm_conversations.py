@@ -6,6 +6,7 @@ finds the conversation it was folded into."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from storage import Database
 
@@ -60,3 +61,64 @@ async def test_a_reply_under_a_folded_message_finds_its_conversation(db: Databas
     assert await root_of("T1", "D1", "150.1") == "100.1"
     # The same ts in another DM is not folded.
     assert await root_of("T1", "D2", "150.1") is None
+
+
+async def test_a_top_level_message_is_placed_in_the_transaction_that_accepts_it(
+    db: Database,
+) -> None:
+    """`InflightStore.accept` with a placement: one write transaction on the ack path,
+    messages accepted together placed in the order they arrived, and a redelivery
+    placing nothing (the conversation's activity stays as the first delivery left it)."""
+    from storage.delivery.inflight import InflightKey
+
+    def accept(ts: str, now: float) -> Any:
+        placement = db.dm_conversations.placement("T1", "D1", ts, now=now, idle_after=IDLE)
+
+        def placed(root: str) -> tuple[str, dict[str, Any]]:
+            return root, {"ts": ts, "conversation_ts": root}
+
+        async def run() -> str | None:
+            accepted = await db.inflight.accept(
+                InflightKey(team_id="T1", channel_id="D1", message_ts=ts),
+                thread_ts=ts,
+                message={"ts": ts},
+                delivery_key=f"message:T1:D1:{ts}",
+                owner="proc-1",
+                now=now,
+                placement=placement,
+                placed=placed,
+            )
+            return db.dm_conversations.placed(placement) if accepted else None
+
+        return run()
+
+    writes = _count_write_transactions(db)
+    # Accepted together (one batch): the first roots the conversation, the rest join it.
+    roots = await asyncio.gather(*(accept(f"10{n}.1", 1000.0 + n) for n in range(3)))
+    assert roots == ["100.1", "100.1", "100.1"]
+    # One transaction per accept at most (a batch takes several), none for the placements.
+    assert 1 <= len(writes) <= 3
+    rows = await db.inflight.left_by_others("nobody", now=2000.0, dead_after=None)
+    assert {(r.message_ts, r.thread_ts, r.message["conversation_ts"]) for r in rows} == {
+        (f"10{n}.1", "100.1", "100.1") for n in range(3)
+    }
+    # The folded ones are known for the replies under them, without a read.
+    assert await db.dm_conversations.folded_root("T1", "D1", "102.1") == "100.1"
+    # A redelivery much later is refused before anything is placed: had it placed, it
+    # would have kept the conversation active at 1,500 s, and the next message joined it.
+    assert await accept("101.1", 1500.0) is None
+    place = db.dm_conversations.place
+    assert await place("T1", "D1", "200.1", now=1550.0, idle_after=IDLE) == "200.1"
+
+
+def _count_write_transactions(db: Database) -> list[str]:
+    """One entry per write transaction from now on."""
+    begun: list[str] = []
+    original = db.gate.write
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        begun.append("write")
+        return await original(*args, **kwargs)
+
+    db.gate.write = counted  # type: ignore[method-assign]
+    return begun
