@@ -21,7 +21,8 @@ an entry, which keeps a hit to one dict lookup). An event of a support thread ta
 events), so the default bound, 10,000 events, holds at most about 50 MB: the windows of
 the last few hundred active threads. `append_event` remembers each event it stores, so a
 thread's next turn decodes nothing it wrote itself. `clear` drops everything, for
-`Database.forget_user`: a forgotten user's words are not kept in memory either.
+`Database.forget_user`: a forgotten user's words are not kept in this process's memory
+either (another process's map, never asked for them again, drops them as it fills).
 """
 
 from __future__ import annotations
