@@ -18,6 +18,7 @@ found new: its ack waits for one write, and a redelivery places nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 
 import sqlalchemy as sa
@@ -62,33 +63,22 @@ _FOLDED_ROOT = Prepared(
 _KNOWN_ROOTS = 10_000
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class DmPlacement:
     """The placement of one top-level DM message (`DmConversationStore.placement`): a
     write run inside a transaction, which returns the root it chose and keeps it in
     `root` (the last run's, when a contended transaction was retried)."""
 
-    __slots__ = ("_store", "channel_id", "idle_after", "message_ts", "now", "root", "team_id")
-
-    def __init__(
-        self,
-        store: DmConversationStore,
-        team_id: str,
-        channel_id: str,
-        message_ts: str,
-        *,
-        now: float,
-        idle_after: float,
-    ) -> None:
-        self._store = store
-        self.team_id = team_id
-        self.channel_id = channel_id
-        self.message_ts = message_ts
-        self.now = now
-        self.idle_after = idle_after
-        self.root: str | None = None
+    store: DmConversationStore = dataclasses.field(repr=False)
+    team_id: str
+    channel_id: str
+    message_ts: str
+    now: float
+    idle_after: float
+    root: str | None = None
 
     async def __call__(self, conn: AsyncConnection) -> str:
-        self.root = await self._store._place_in(conn, self)
+        self.root = await self.store._place_in(conn, self)
         return self.root
 
 
