@@ -111,8 +111,7 @@ class SlackReplier:
             owner=self.s.owner,
             now=time.time(),
             keeps_dm_conversation=dm_conversation.keeps_conversation(msg),
-            placement=placement,
-            placed=placed,
+            placement=None if placement is None else (placement, placed),
         )
         if not accepted:
             REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")

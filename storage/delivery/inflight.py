@@ -159,10 +159,6 @@ class _Pending:
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
 
-def _unchanged(thread_ts: str, message: dict[str, Any]) -> Placed:
-    return lambda _root: (thread_ts, message)
-
-
 def _in_order(first: dict[str, _Pending], winners: set[_Pending]) -> list[_Pending]:
     """The batch's new deliveries in the order they arrived (placements depend on it)."""
     return [p for p in first.values() if p in winners]
@@ -191,17 +187,16 @@ class InflightStore:
         owner: str,
         now: float,
         keeps_dm_conversation: bool = False,
-        placement: Placement | None = None,
-        placed: Placed | None = None,
+        placement: tuple[Placement, Placed] | None = None,
     ) -> bool:
         """Record the delivery and the message at once; False (nothing written) when the
         delivery key was seen before, by any process. With `keeps_dm_conversation` (a
         DM message in a thread) the same transaction keeps the DM's conversation rooted
         at `thread_ts` active (`storage.dm_conversations`), rather than one more write
-        on the ack path. A `placement` runs in it too, for a new delivery only, and
-        `placed` turns the thread it chose into the row's `thread_ts` and `message`: a
-        top-level DM message is placed in its conversation as it is accepted, in the
-        order the batch's messages arrived.
+        on the ack path. A `placement` (the write, and what turns the thread it chose
+        into the row's `thread_ts` and `message`) runs in it too, for a new delivery
+        only: a top-level DM message is placed in its conversation as it is accepted, in
+        the order the batch's messages arrived.
 
         Accepts sit on the ack path, so concurrent ones are group-committed: every accept
         that arrives while a batch is being written goes into the next single
@@ -227,7 +222,7 @@ class InflightStore:
                 "accepted_at": now,
             },
             keeps_dm_conversation,
-            None if placement is None else (placement, placed or _unchanged(thread_ts, message)),
+            placement,
         )
         self._queue.append(pending)
         if not self._flushing:

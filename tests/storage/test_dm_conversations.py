@@ -85,8 +85,7 @@ async def test_a_top_level_message_is_placed_in_the_transaction_that_accepts_it(
                 delivery_key=f"message:T1:D1:{ts}",
                 owner="proc-1",
                 now=now,
-                placement=placement,
-                placed=placed,
+                placement=(placement, placed),
             )
             return db.dm_conversations.placed(placement) if accepted else None
 
