@@ -55,6 +55,13 @@ from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
 
+
+def _joined(msg: IncomingMessage, root: str) -> tuple[str, dict[str, Any]]:
+    """The thread ts and stored record of `msg` placed in the DM conversation `root`."""
+    joined = dataclasses.replace(msg, conversation_ts=root)
+    return joined.root_ts, joined.to_record()
+
+
 REGISTRY.describe(
     "support_bot_invocation_failures_total", "counter", "Messages answered with a failure notice"
 )
@@ -98,10 +105,6 @@ class SlackReplier:
         in its DM conversation by `placement`, a top-level DM's, in the same
         transaction), or None for a duplicate delivery."""
 
-        def placed(root: str) -> tuple[str, dict[str, Any]]:
-            joined = dataclasses.replace(msg, conversation_ts=root)
-            return joined.root_ts, joined.to_record()
-
         db = self.s.db
         accepted = await db.inflight.accept(
             inflight_key(msg),
@@ -111,7 +114,7 @@ class SlackReplier:
             owner=self.s.owner,
             now=time.time(),
             keeps_dm_conversation=dm_conversation.keeps_conversation(msg),
-            placement=None if placement is None else (placement, placed),
+            placement=None if placement is None else (placement, partial(_joined, msg)),
         )
         if not accepted:
             REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="database")

@@ -159,11 +159,6 @@ class _Pending:
         self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
 
-def _in_order(first: dict[str, _Pending], winners: set[_Pending]) -> list[_Pending]:
-    """The batch's new deliveries in the order they arrived (placements depend on it)."""
-    return [p for p in first.values() if p in winners]
-
-
 class InflightStore:
     """Durable tracking of accepted messages until their thread has an answer."""
 
@@ -273,10 +268,11 @@ class InflightStore:
             # Row by row on the inline connection: each INSERT takes microseconds, while
             # one multi-row INSERT through SQLAlchemy cost more than the rest of the
             # batch's transaction (a greenlet, an execution context, its own commit).
-            winners = {
+            # In the order the batch arrived: placements depend on it.
+            winners = [
                 p for p in first.values() if await self._insert_delivery.rows(conn, p.delivery)
-            }
-            for p in _in_order(first, winners):
+            ]
+            for p in winners:
                 await self._placed(conn, p)
                 await self._insert_row.rowcount(conn, p.row)
         else:
@@ -285,13 +281,12 @@ class InflightStore:
             inserted = await conn.execute(
                 self._insert_delivery.statement, [p.delivery for p in first.values()]
             )
-            winners = {first[key] for (key,) in inserted}
-            rows = []
-            for p in _in_order(first, winners):
+            new = {key for (key,) in inserted}
+            winners = [p for key, p in first.items() if key in new]
+            for p in winners:
                 await self._placed(conn, p)
-                rows.append(p.row)
-            if rows:
-                await conn.execute(self._insert_row.statement, rows)
+            if winners:
+                await conn.execute(self._insert_row.statement, [p.row for p in winners])
         for p in winners:
             if p.keeps_dm_conversation:
                 row = p.row
@@ -302,7 +297,7 @@ class InflightStore:
                     row["thread_ts"],
                     now=row["accepted_at"],
                 )
-        return winners
+        return set(winners)
 
     @staticmethod
     async def _placed(conn: AsyncConnection, pending: _Pending) -> None:

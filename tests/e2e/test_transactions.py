@@ -3,31 +3,12 @@ counting every read and write transaction of the shipped storage on a real SQLit
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
 from agents.models.scripted import ScriptedModel
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
-
-
-def count_transactions(db: Any) -> Counter[str]:
-    """Count `db.gate`'s read and write transactions from now on."""
-    seen: Counter[str] = Counter()
-    read, write = db.gate.read, db.gate.write
-
-    async def counted_read(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        seen["read"] += 1
-        return await read(fn, *args, **kwargs)
-
-    async def counted_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        seen["write"] += 1
-        return await write(fn, *args, **kwargs)
-
-    db.gate.read, db.gate.write = counted_read, counted_write
-    return seen
+from tests.fixtures.transactions import count_transactions
 
 
 async def test_transactions_per_message_stay_within_budget(

@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 from storage import Database
+from tests.fixtures.transactions import count_transactions
 
 IDLE = 60.0
 
@@ -91,12 +92,12 @@ async def test_a_top_level_message_is_placed_in_the_transaction_that_accepts_it(
 
         return run()
 
-    writes = _count_write_transactions(db)
+    seen = count_transactions(db)
     # Accepted together (one batch): the first roots the conversation, the rest join it.
     roots = await asyncio.gather(*(accept(f"10{n}.1", 1000.0 + n) for n in range(3)))
     assert roots == ["100.1", "100.1", "100.1"]
     # One transaction per accept at most (a batch takes several), none for the placements.
-    assert 1 <= len(writes) <= 3
+    assert 1 <= seen["write"] <= 3
     rows = await db.inflight.left_by_others("nobody", now=2000.0, dead_after=None)
     assert {(r.message_ts, r.thread_ts, r.message["conversation_ts"]) for r in rows} == {
         (f"10{n}.1", "100.1", "100.1") for n in range(3)
@@ -108,16 +109,3 @@ async def test_a_top_level_message_is_placed_in_the_transaction_that_accepts_it(
     assert await accept("101.1", 1500.0) is None
     place = db.dm_conversations.place
     assert await place("T1", "D1", "200.1", now=1550.0, idle_after=IDLE) == "200.1"
-
-
-def _count_write_transactions(db: Database) -> list[str]:
-    """One entry per write transaction from now on."""
-    begun: list[str] = []
-    original = db.gate.write
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        begun.append("write")
-        return await original(*args, **kwargs)
-
-    db.gate.write = counted  # type: ignore[method-assign]
-    return begun
