@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agents.errors import ModelCallLimitExceeded
 from agents.events import Event
 from agents.history import ContentCache
+from agents.invocation_log import InvocationLog
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.sessions.state import State
@@ -60,6 +61,8 @@ class InvocationContext:
     streaming: bool = False
     # Messages built from events for model requests (`agents.history`): the runner's.
     contents: ContentCache = field(default_factory=ContentCache)
+    # What the invocation stored, logged in one line when it ends (`agents.invocation_log`).
+    invocation_log: InvocationLog | None = None
 
     @property
     def app_name(self) -> str:

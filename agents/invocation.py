@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 
 from agents.base_agent import BaseAgent
 from agents.callbacks import chain_events
 from agents.context import InvocationContext
 from agents.events import Event
+from agents.invocation_log import log_event
 from agents.metrics import REGISTRY
 from agents.sessions.state import TEMP_PREFIX
-
-logger = logging.getLogger("agents.events")
 
 
 async def run_and_persist(agent: BaseAgent, ctx: InvocationContext) -> AsyncIterator[Event]:
@@ -38,27 +36,17 @@ async def persist(ctx: InvocationContext, event: Event) -> Event:
     if ctx.plugins:
         event = await chain_events([p.on_event for p in ctx.plugins], ctx, event)
     stored = await ctx.session_service.append_event(ctx.session, event)
-    log_event(stored)
+    record_event(ctx, stored)
     return stored
 
 
-def log_event(event: Event) -> None:
-    """One structured line per event: enough to reconstruct the path of a request."""
+def record_event(ctx: InvocationContext, event: Event) -> None:
+    """Count a stored event's hand-off and note it in the invocation's log (or, with
+    none, log it on its own at DEBUG)."""
     transfer = event.actions.transfer_to_agent
     if transfer:
-        labels = {"from": event.author, "to": transfer}
-        REGISTRY.inc("support_bot_transfers_total", 1.0, **labels)
-    logger.info(
-        "event",
-        extra={
-            "event_id": event.id,
-            "author": event.author,
-            "branch": event.branch,
-            "invocation_id": event.invocation_id,
-            "transfer_to": transfer,
-            "tools": [c.name for c in event.function_calls] or None,
-            "prompt_tokens": event.usage.prompt_tokens if event.usage else None,
-            "completion_tokens": event.usage.completion_tokens if event.usage else None,
-            "error_code": event.error_code,
-        },
-    )
+        REGISTRY.inc("support_bot_transfers_total", 1.0, **{"from": event.author, "to": transfer})
+    if ctx.invocation_log is not None:
+        ctx.invocation_log.add(event)
+    else:
+        log_event(event)

@@ -14,7 +14,8 @@ from agents.context import InvocationContext, ModelCallBudget
 from agents.errors import AgentRuntimeError, SessionStoreError
 from agents.events import Event, Part, interrupted_responses, new_invocation_id
 from agents.history import ContentCache
-from agents.invocation import log_event, persist, run_and_persist
+from agents.invocation import persist, record_event, run_and_persist
+from agents.invocation_log import InvocationLog
 from agents.llm.agent import LlmAgent
 from agents.metrics import REGISTRY
 from agents.models.base import Model, ModelError
@@ -125,52 +126,67 @@ class Runner:
             streaming=streaming,
             contents=self.contents,
         )
-        user_event = Event(author="user", invocation_id=invocation_id, parts=(Part(text=message),))
-        if self.plugins:
-            hooks = [p.on_user_message for p in self.plugins]
-            user_event = await chain_events(hooks, ctx, user_event)
-        ctx.user_event = await self.session_service.append_event(session, user_event)
-        log_event(ctx.user_event)
-        ctx.agent = agent = find_agent_to_run(session, self.agent)
-        REGISTRY.inc("support_bot_invocations_total")
-        current = agent.name
-        if not message.strip():
-            yield await self._error_event(
-                ctx, current, "empty_message", "empty user message", EMPTY_MESSAGE_TEXT
-            )
-            return
-        failure: tuple[str, str, str, str] | None = None
+        ctx.invocation_log = log = InvocationLog(invocation_id, session.id)
+        outcome = "raised"
         try:
-            async for event in self._run_agent(agent, ctx):
-                current = event.author
-                _count_model_use(event)
-                yield event
-        except AssertionError:
-            raise
-        except AgentRuntimeError as exc:
-            failure = (exc.agent_name or current, exc.code, str(exc), exc.user_message)
-        except ModelError as exc:
-            failure = (current, exc.code, str(exc), MODEL_FAILURE_TEXT)
-        except SessionStoreError:
-            raise  # the caller must tell the person the turn failed: nothing can be stored
-        except Exception as exc:
-            logger.exception("invocation %s failed", invocation_id)
-            failure = (
-                current,
-                "internal_error",
-                f"{type(exc).__name__}: {exc}",
-                INTERNAL_FAILURE_TEXT,
+            user_event = Event(
+                author="user", invocation_id=invocation_id, parts=(Part(text=message),)
             )
-        if failure is not None:
-            # A call the failure cut off (a limit hit inside an AgentTool, say) is answered
-            # as interrupted, as after a kill, so compaction can close a window over it.
-            mine = [e for e in session.events if e.invocation_id == invocation_id]
-            for closing in interrupted_responses(mine):
-                yield await persist(ctx, closing)
-            yield await self._error_event(ctx, *failure)
-        for plugin in self.plugins:
-            await plugin.after_run(ctx)
-        self._schedule_hooks(session, invocation_id)
+            if self.plugins:
+                hooks = [p.on_user_message for p in self.plugins]
+                user_event = await chain_events(hooks, ctx, user_event)
+            ctx.user_event = await self.session_service.append_event(session, user_event)
+            record_event(ctx, ctx.user_event)
+            ctx.agent = agent = find_agent_to_run(session, self.agent)
+            REGISTRY.inc("support_bot_invocations_total")
+            current = agent.name
+            if not message.strip():
+                yield await self._error_event(
+                    ctx, current, "empty_message", "empty user message", EMPTY_MESSAGE_TEXT
+                )
+                outcome = "completed"
+                return
+            failure: tuple[str, str, str, str] | None = None
+            try:
+                async for event in self._run_agent(agent, ctx):
+                    current = event.author
+                    _count_model_use(event)
+                    yield event
+            except AssertionError:
+                raise
+            except AgentRuntimeError as exc:
+                failure = (exc.agent_name or current, exc.code, str(exc), exc.user_message)
+            except ModelError as exc:
+                failure = (current, exc.code, str(exc), MODEL_FAILURE_TEXT)
+            except SessionStoreError:
+                raise  # the caller must tell the person the turn failed: nothing can be stored
+            except Exception as exc:
+                logger.exception("invocation %s failed", invocation_id)
+                failure = (
+                    current,
+                    "internal_error",
+                    f"{type(exc).__name__}: {exc}",
+                    INTERNAL_FAILURE_TEXT,
+                )
+            if failure is not None:
+                # A call the failure cut off (a limit hit inside an AgentTool, say) is answered
+                # as interrupted, as after a kill, so compaction can close a window over it.
+                mine = [e for e in session.events if e.invocation_id == invocation_id]
+                for closing in interrupted_responses(mine):
+                    yield await persist(ctx, closing)
+                yield await self._error_event(ctx, *failure)
+            for plugin in self.plugins:
+                await plugin.after_run(ctx)
+            self._schedule_hooks(session, invocation_id)
+            outcome = "completed"
+        except GeneratorExit:
+            outcome = "closed"
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            log.finish(outcome)
 
     async def _run_agent(self, agent: BaseAgent, ctx: InvocationContext) -> AsyncIterator[Event]:
         """The agent's events; a plugin's `before_run` text answers in its place."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext, ToolContext
 from agents.events import Event, Part, new_invocation_id
+from agents.invocation_log import InvocationLog
 from agents.models.base import ToolDeclaration
 from agents.sessions.service import InMemorySessionService
 from agents.sessions.state import TEMP_PREFIX
@@ -57,7 +59,7 @@ class AgentTool(BaseTool):
         )
 
     async def run(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        from agents.invocation import run_and_persist
+        from agents.invocation import record_event, run_and_persist
 
         request = args.get("request")
         if not isinstance(request, str) or not request.strip():
@@ -75,6 +77,8 @@ class AgentTool(BaseTool):
             session,
             Event(author="user", invocation_id=invocation_id, parts=(Part(text=request),)),
         )
+        # The consulted agent's run is an invocation of its own, logged as the caller's child.
+        log = InvocationLog(invocation_id, session.id, parent_invocation_id=caller.invocation_id)
         ctx = InvocationContext(
             session_service=service,
             session=session,
@@ -89,8 +93,11 @@ class AgentTool(BaseTool):
             custom_metadata=caller.custom_metadata,
             max_message_chars=caller.max_message_chars,
             contents=caller.contents,
+            invocation_log=log,
         )
+        record_event(ctx, user_event)
         final: Event | None = None
+        outcome = "raised"
         try:
             async for event in run_and_persist(self.agent, ctx):
                 for key, value in event.actions.state_delta.items():
@@ -98,7 +105,12 @@ class AgentTool(BaseTool):
                         tool_context.state[key] = value
                 if event.is_final_response() and event.text:
                     final = event
+            outcome = "completed"
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
         finally:
+            log.finish(outcome)
             await service.delete_session(
                 app_name=session.app_name, user_id=session.user_id, session_id=session.id
             )

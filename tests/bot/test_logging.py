@@ -1,4 +1,5 @@
-"""Structured logs: one JSON object per line, path fields per event, no credential ever."""
+"""Structured logs: one JSON object per line, one line per invocation at INFO (one per
+event at DEBUG), no credential ever."""
 
 from __future__ import annotations
 
@@ -43,10 +44,8 @@ def test_logging_never_shows_tokens_from_settings_or_headers(
     assert logged[2]["authorization"] == "[redacted]" and logged[2]["api_key"] == "[redacted]"
 
 
-async def test_logging_one_json_line_per_event_with_path_fields(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    configure_logging("INFO")
+async def run_transfer_conversation() -> None:
+    """A hand-off to billing, a model error retried, then billing's answer."""
     async with FakeOpenAIServer() as server:
         server.add(
             tool_call_reply(tool_call("transfer_to_agent", {"agent_name": "billing_agent"})),
@@ -65,6 +64,37 @@ async def test_logging_one_json_line_per_event_with_path_fields(
         session = await sessions.create_session(app_name="t", user_id="u")
         async for _ in runner.run_async(user_id="u", session_id=session.id, message="refund?"):
             pass
+
+
+async def test_logging_one_line_per_invocation_with_its_path(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("INFO")
+    await run_transfer_conversation()
+    err = capsys.readouterr().err
+    assert API_KEY not in err
+    logged = records(err)
+    assert not [r for r in logged if r.get("msg") == "event"]  # per-event lines are DEBUG
+    [line] = [r for r in logged if r.get("msg") == "invocation"]
+    assert line["logger"] == "agents.invocations" and line["level"] == "info"
+    assert str(line["invocation_id"]).startswith("inv-") and line["session_id"]
+    assert line["outcome"] == "completed"
+    assert line["events"] == ["e1", "e2", "e3", "e4"]
+    assert line["agents"] == ["support_supervisor", "billing_agent"]
+    assert line["transfers"] == ["support_supervisor->billing_agent"]
+    assert line["tools"] == ["transfer_to_agent"]
+    assert line["error_code"] is None
+    assert isinstance(line["ms"], float) and line["ms"] >= 0
+
+
+async def test_logging_one_json_line_per_event_at_debug(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("DEBUG")
+    try:
+        await run_transfer_conversation()
+    finally:
+        configure_logging("INFO")
     err = capsys.readouterr().err
     assert API_KEY not in err
     events = [r for r in records(err) if r.get("msg") == "event"]
@@ -77,6 +107,8 @@ async def test_logging_one_json_line_per_event_with_path_fields(
     assert {e["invocation_id"] for e in events} == {events[0]["invocation_id"]}
     assert all("branch" in e for e in events)
     assert events[1]["tools"] == ["transfer_to_agent"]
+    [line] = [r for r in records(err) if r.get("msg") == "invocation"]
+    assert line["events"] == [e["event_id"] for e in events]
 
 
 def test_logging_masks_a_long_body_in_linear_time() -> None:
