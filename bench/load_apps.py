@@ -248,7 +248,11 @@ if __name__ == "__main__":
         # Logs as `support-bot serve` writes them; a bare Bolt app configures nothing.
         configure_logging(config.log_level)
     apps = {"bot": bot, "bare": bare, "bare_stream": bare_stream, "multi": multi}
-    # The bot on the loop it ships with (EVENT_LOOP); the bare app on asyncio's own, as a
-    # bare Bolt app runs (BARE_EVENT_LOOP=uvloop puts it on uvloop too).
-    name = os.environ.get("BARE_EVENT_LOOP", "asyncio") if bare_app else config.event_loop
-    run(apps[which](config), name)  # type: ignore[arg-type]
+    # The bot on the loop it ships with (EVENT_LOOP: bot/serving_loop.py by default); the
+    # bare app on the standard library's own loop, as a bare Bolt app runs
+    # (BARE_EVENT_LOOP=uvloop puts it on uvloop).
+    if bare_app and os.environ.get("BARE_EVENT_LOOP", "asyncio") == "asyncio":
+        asyncio.run(apps[which](config))
+    else:
+        name = "uvloop" if bare_app else config.event_loop
+        run(apps[which](config), name)

@@ -1,5 +1,6 @@
-"""The event loop the bot runs on: the standard library's by default, uvloop with
-`EVENT_LOOP=uvloop` (the `uvloop` extra, Linux and macOS).
+"""The event loop the bot runs on: the standard library's by default (its selector loop,
+serving Slack's requests first: `bot.serving_loop`), uvloop with `EVENT_LOOP=uvloop` (the
+`uvloop` extra, Linux and macOS).
 
 uvloop runs the same coroutines with libuv underneath. Under `bench/slack_load.py` it used
 as much CPU per message as asyncio's loop (four pairs in the same minutes, median ratio
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
+
+from bot.serving_loop import ServingLoop
 
 EventLoopName = Literal["uvloop", "asyncio"]
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
@@ -32,9 +36,11 @@ def uvloop_factory() -> LoopFactory | None:
 
 
 def loop_factory(name: EventLoopName) -> LoopFactory | None:
-    """The loop constructor for `name` (None: the standard library's default loop)."""
+    """The loop constructor for `name`: for `asyncio`, its selector loop with the bot's own
+    server served first (`bot.serving_loop`), or on Windows the standard library's
+    default loop (None)."""
     if name == "asyncio":
-        return None
+        return None if sys.platform == "win32" else ServingLoop
     factory = uvloop_factory()
     if factory is None:
         log.warning("EVENT_LOOP=uvloop but uvloop is not installed: running on asyncio's loop")

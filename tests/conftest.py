@@ -88,9 +88,11 @@ def pytest_asyncio_loop_factories(
 ) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
     """The shipped loop for every async test (pytest-asyncio's hook)."""
     from bot.config import Settings
+    from bot.event_loop import loop_factory
 
     shipped = os.environ.get("EVENT_LOOP") or Settings.model_fields["event_loop"].default
     factory = _guarded_uvloop() if shipped == "uvloop" else None
     if factory is None:
-        return {"asyncio": asyncio.new_event_loop}
+        # asyncio's: the serving loop `support-bot serve` runs on (bot/serving_loop.py).
+        return {"asyncio": loop_factory("asyncio") or asyncio.new_event_loop}
     return {shipped: factory}

@@ -9,6 +9,7 @@ import pytest
 
 from bot.config import Settings
 from bot.event_loop import run, running_loop_name
+from bot.serving_loop import ServingLoop
 from tests.conftest import _guarded_uvloop
 
 
@@ -16,11 +17,17 @@ async def _loop_name() -> str:
     return running_loop_name()
 
 
+async def _loop_type() -> type:
+    return type(asyncio.get_running_loop())
+
+
 def test_the_bot_runs_on_asyncio_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVENT_LOOP", raising=False)
     settings = Settings(_env_file=None)
     assert settings.event_loop == "asyncio"
     assert run(_loop_name(), settings.event_loop) == "asyncio"
+    # asyncio's selector loop, serving Slack's requests first (bot/serving_loop.py).
+    assert run(_loop_type(), settings.event_loop) is ServingLoop
 
 
 def test_event_loop_uvloop_runs_the_bot_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,6 +40,8 @@ async def test_the_suite_runs_on_the_shipped_loop() -> None:
     import os
 
     assert running_loop_name() == (os.environ.get("EVENT_LOOP") or "asyncio")
+    if running_loop_name() == "asyncio":
+        assert isinstance(asyncio.get_running_loop(), ServingLoop)
 
 
 def test_the_loopback_guard_holds_on_uvloop() -> None:
