@@ -61,7 +61,6 @@ class ServingLoop(asyncio.SelectorEventLoop):
         self._serving_first = False
         # Callbacks that serve the registered servers, in the order they were scheduled.
         self._first_ready: collections.deque[asyncio.Handle] = collections.deque()
-        self._running_first = False
 
     def serve_first(
         self,
@@ -78,19 +77,18 @@ class ServingLoop(asyncio.SelectorEventLoop):
         self._first_code = self._first_code | {f.__code__ for f in coroutines}
         self._serving_first = True
 
-    def call_soon(  # type: ignore[override]
-        self, callback: Any, *args: Any, context: Any = None
-    ) -> asyncio.Handle:
-        """asyncio's `call_soon`; what a callback that serves a registered server
-        schedules goes first too, except the steps of other tasks (a reply's task that a
-        request starts runs in its turn)."""
-        if self._running_first and self._inherits(callback):
+    def _call_soon_first(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:
+        """`call_soon` while a first callback runs (`_run_once` puts it in place for that
+        callback alone, so every other callback schedules through asyncio's own): what
+        it schedules goes first too, except the steps of other tasks (a reply's task that
+        a request starts runs in its turn)."""
+        if self._inherits(callback):
             loop: Any = self  # asyncio's own state, private to it
             loop._check_closed()
             handle = events.Handle(callback, args, self, context)
             self._first_ready.append(handle)
             return handle
-        return super().call_soon(callback, *args, context=context)
+        return asyncio.SelectorEventLoop.call_soon(self, callback, *args, context=context)
 
     def _inherits(self, callback: Any) -> bool:
         owner = getattr(callback, "__self__", None)
@@ -165,8 +163,11 @@ class ServingLoop(asyncio.SelectorEventLoop):
         todo = len(ready)  # as asyncio's: what a callback schedules runs next pass
         polled = time.perf_counter()
         while todo or first:
-            if first:
-                handle, self._running_first = first.popleft(), True
+            swapped = bool(first)
+            if swapped:
+                handle = first.popleft()
+                # Looked up on the loop, by asyncio's C tasks and futures too.
+                loop.call_soon = self._call_soon_first
             else:
                 handle, todo = ready.popleft(), todo - 1
             try:
@@ -177,7 +178,8 @@ class ServingLoop(asyncio.SelectorEventLoop):
                 else:
                     handle._run()
             finally:
-                self._running_first = False
+                if swapped:
+                    del loop.call_soon
             now = time.perf_counter()
             if now - polled >= POLL_S:
                 polled = now
