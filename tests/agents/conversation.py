@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from agents.base_agent import BaseAgent
+from agents.errors import SessionStoreError
 from agents.events import Event
 from agents.models.base import Model
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService, SessionService
+from agents.sessions.session import Session
 
 
 def simplify(event: Event) -> tuple[str, Any]:
@@ -20,6 +22,15 @@ def simplify(event: Event) -> tuple[str, Any]:
         response = event.function_responses[0]
         return event.author, ("response", response.name, response.response)
     return event.author, event.text
+
+
+class AgentWritesFail(InMemorySessionService):
+    """Stores the person's message, then fails every other write as a broken disk would."""
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.author != "user":
+            raise SessionStoreError("the database write failed: disk I/O error")
+        return await super().append_event(session, event)
 
 
 class Conversation:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents import Event, InMemorySessionService, LlmAgent, Session, SessionStoreError
+from agents import LlmAgent, SessionStoreError
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, call
-from tests.agents.conversation import Conversation
+from tests.agents.conversation import AgentWritesFail, Conversation
 
 
 class Opaque:
@@ -96,12 +96,8 @@ async def test_bad_input_unexpected_exception_becomes_internal_error_event() -> 
 async def test_session_store_failure_escapes_the_runner() -> None:
     # Any other exception becomes an error event; a store failure cannot be stored, so
     # it reaches the caller (the bot tells the person the turn failed).
-    class Broken(InMemorySessionService):
-        async def append_event(self, session: Session, event: Event) -> Event:
-            if event.author != "user":
-                raise SessionStoreError("the database write failed: disk I/O error")
-            return await super().append_event(session, event)
-
-    conversation = Conversation(LlmAgent(name="root"), ScriptedModel(["hi"]), service=Broken())
+    conversation = Conversation(
+        LlmAgent(name="root"), ScriptedModel(["hi"]), service=AgentWritesFail()
+    )
     with pytest.raises(SessionStoreError, match="disk I/O"):
         await conversation.send("hello")

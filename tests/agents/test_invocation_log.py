@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from agents import AgentTool, Event, InMemorySessionService, LlmAgent, Session, SessionStoreError
+from agents import AgentTool, Event, LlmAgent, SessionStoreError
 from agents.models.base import LlmRequest, LlmResponse
 from agents.models.scripted import ScriptedModel, call
-from tests.agents.conversation import Conversation
+from tests.agents.conversation import AgentWritesFail, Conversation
 
 FIELDS = (
     "invocation_id",
@@ -68,13 +68,9 @@ async def test_an_error_event_makes_the_invocation_failed(
 async def test_a_store_failure_is_logged_as_raised(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
 
-    class Broken(InMemorySessionService):
-        async def append_event(self, session: Session, event: Event) -> Event:
-            if event.author != "user":
-                raise SessionStoreError("the database write failed: disk I/O error")
-            return await super().append_event(session, event)
-
-    conversation = Conversation(LlmAgent(name="root"), ScriptedModel(["hi"]), service=Broken())
+    conversation = Conversation(
+        LlmAgent(name="root"), ScriptedModel(["hi"]), service=AgentWritesFail()
+    )
     with pytest.raises(SessionStoreError):
         await conversation.send("hello")
     [line] = invocation_lines(caplog)
