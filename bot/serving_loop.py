@@ -37,6 +37,7 @@ import heapq
 import selectors
 import socket
 import time
+import weakref
 from asyncio import base_events as _base_events
 from asyncio import events, selector_events
 from collections.abc import Callable, Iterable
@@ -55,7 +56,8 @@ class ServingLoop(asyncio.SelectorEventLoop):
 
     def __init__(self, selector: selectors.BaseSelector | None = None) -> None:
         super().__init__(selector)
-        self._first_sockets: set[int] = set()
+        # Listening sockets, held weakly: a closed one's descriptor may serve anything next.
+        self._first_sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._first_protocols: tuple[type, ...] = ()
         self._first_code: frozenset[CodeType] = frozenset()
         self._serving_first = False
@@ -65,13 +67,14 @@ class ServingLoop(asyncio.SelectorEventLoop):
     def serve_first(
         self,
         *,
-        sockets: Iterable[socket.socket] = (),
+        sockets: Iterable[Any] = (),
         protocol: type | None = None,
         coroutines: Iterable[Callable[..., Any]] = (),
     ) -> None:
         """Run first: new connections on `sockets`, the callbacks of connections whose
         protocol is a `protocol`, and the steps of tasks running `coroutines`."""
-        self._first_sockets.update(s.fileno() for s in sockets)
+        # asyncio's `Server.sockets` are `TransportSocket` views of the sockets it accepts on.
+        self._first_sockets.update(getattr(s, "_sock", s) for s in sockets)
         if protocol is not None:
             self._first_protocols = (*self._first_protocols, protocol)
         self._first_code = self._first_code | {f.__code__ for f in coroutines}
@@ -102,7 +105,8 @@ class ServingLoop(asyncio.SelectorEventLoop):
         reader = key.data[0]
         if reader is None or reader._cancelled:
             return False
-        if key.fd in self._first_sockets:
+        args = reader._args  # a listening socket's: (protocol_factory, sock, ...)
+        if len(args) > 1 and isinstance(args[1], socket.socket) and args[1] in self._first_sockets:
             return True
         transport = getattr(reader._callback, "__self__", None)
         return isinstance(getattr(transport, "_protocol", None), self._first_protocols)
