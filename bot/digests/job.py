@@ -37,7 +37,8 @@ from agents.summary.windows import summarised_events
 from bot.digests.changes import update_note
 from bot.digests.posting import DigestPoster, StoredDigest, post_digest
 from bot.slack.permalinks import ThreadLinks, thread_links
-from bot.slack.render.blocks import Block, digest_message, unavailable_message
+from bot.slack.render.digest_blocks import digest_message, unavailable_message
+from bot.slack.render.limits import Block
 from bot.threads.admission import Priority, PriorityLimit
 from bot.threads.summaries import Summarizer, public_problems
 from storage.database import Database

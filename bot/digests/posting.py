@@ -28,8 +28,7 @@ from typing import Any, Protocol
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.permalinks import PermalinkClient, SlackAnswer
-from bot.slack.render.blocks import Block
-from bot.slack.render.limits import NO_UNFURL, paged
+from bot.slack.render.limits import NO_UNFURL, Block, paged
 from storage.database import Database
 
 EVENT_TYPE = "support_bot_digest"

@@ -15,26 +15,22 @@ Who may do what (checked before anything else is shown or posted):
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
 from agents.sessions.session import Session
 from bot.slack.command_args import ThreadRef
-from bot.slack.permalinks import thread_links
-from bot.slack.render.blocks import UNAVAILABLE
-from bot.slack.render.limits import post_paged, reply_paged
+from bot.slack.permalinks import ThreadLinks, thread_links
+from bot.slack.render.handoff_blocks import agent_handoff, person_handoff
+from bot.slack.render.limits import Reply, post_paged, reply_paged
 from bot.slack.render.mrkdwn import escape
+from bot.slack.render.summary_blocks import summary_message
 from bot.slack.services import BotServices
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
-from bot.threads.summaries import SummaryView, summarize_session
+from bot.threads.summaries import ThreadSummary, summarize_session
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
-
-# (text, blocks) -> shows the requester an ephemeral message
-Reply = Callable[[str, list[dict[str, Any]] | None], Awaitable[None]]
 
 REFUSAL = "You can only summarise or hand off threads in channels you are a member of."
 UNKNOWN_THREAD = (
@@ -51,20 +47,20 @@ class ThreadActions:
     """Authorised summary and handoff of one thread, reporting back through `reply`."""
 
     def __init__(self, services: BotServices) -> None:
-        self.s = services
+        self.services = services
 
     def handoff_agents(self) -> list[str]:
         """Agents a thread can be handed to: those that can own a thread."""
-        return handoff_agents(self.s.runner.agent)
+        return handoff_agents(self.services.runner.agent)
 
     async def authorised(self, user: str, channel: str) -> bool:
         """A support lead, or a member of the thread's channel."""
-        if user in self.s.settings.support_leads:
+        if user in self.services.settings.support_leads:
             return True
         cursor = None
         try:
             for _ in range(50):  # bounded: 50 pages of 1000 members
-                resp = await self.s.client.conversations_members(
+                resp = await self.services.client.conversations_members(
                     channel=channel, limit=1000, cursor=cursor
                 )
                 if user in resp.get("members", []):
@@ -78,14 +74,14 @@ class ThreadActions:
 
     async def may_reach_people(self, user: str, channel: str) -> bool:
         """May `user` (already authorised) hand off to a person or write a note?"""
-        return user in self.s.settings.support_leads or not await self.is_direct(channel)
+        return user in self.services.settings.support_leads or not await self.is_direct(channel)
 
     async def is_direct(self, channel: str) -> bool:
         """A direct or group direct message; unknown counts as direct (fails closed)."""
         if channel.startswith("D"):
             return True
         try:
-            answer = await self.s.client.conversations_info(channel=channel)
+            answer = await self.services.client.conversations_info(channel=channel)
         except SlackApiError as exc:
             log.info("channel check failed", extra={"error": exc.response.get("error")})
             return True
@@ -96,7 +92,7 @@ class ThreadActions:
         """A person of workspace `team_id`: known to `users.info`, not a bot, an app, a
         deactivated account or someone from another organisation's workspace."""
         try:
-            answer = await self.s.client.users_info(user=user)
+            answer = await self.services.client.users_info(user=user)
         except SlackApiError as exc:
             log.info("person check failed", extra={"error": exc.response.get("error")})
             return False
@@ -116,17 +112,16 @@ class ThreadActions:
             await reply(REFUSAL, None)
             return None
         key = ThreadKey(team_id=team_id, channel_id=ref.channel, thread_ts=ref.thread_ts)
-        record = await self.s.db.threads.get(key)
-        session = None if record is None else await self.s.db.sessions.of_thread(record)
+        record = await self.services.db.threads.get(key)
+        session = None if record is None else await self.services.db.sessions.of_thread(record)
         if record is None or session is None or not session.events:
             await reply(UNKNOWN_THREAD, None)
             return None
         return record, session
 
-    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[SummaryView, str]:
-        links = await thread_links(self.s.client, ref.channel, ref.thread_ts)
-        view = await summarize_session(self.s.summarizer, session, links=links)
-        return view, links.thread_link
+    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[ThreadSummary, ThreadLinks]:
+        links = await thread_links(self.services.client, ref.channel, ref.thread_ts)
+        return await summarize_session(self.services.summarizer, session), links
 
     async def summarize(
         self, *, team_id: str, user: str, ref: ThreadRef, public: bool, reply: Reply
@@ -136,18 +131,19 @@ class ThreadActions:
         if loaded is None:
             return
         _, session = loaded
-        view, _ = await self._summary(ref, session)
-        if public and view.ok:
+        summary, links = await self._summary(ref, session)
+        text, blocks = summary_message(summary, links=links)
+        if public and summary.ok:
             await post_paged(
-                self.s.client,
+                self.services.client,
                 channel=ref.channel,
                 thread_ts=ref.thread_ts,
-                text=view.text,
-                blocks=view.blocks,
+                text=text,
+                blocks=blocks,
             )
             await reply("Posted the summary in the thread.", None)
         else:
-            await reply_paged(reply, view.text, view.blocks)
+            await reply_paged(reply, text, blocks)
 
     async def handoff(
         self,
@@ -176,13 +172,13 @@ class ThreadActions:
             await reply(NOT_A_PERSON, None)
             return
         record, session = loaded
-        view, thread_link = await self._summary(ref, session)
+        summary, links = await self._summary(ref, session)
         try:
             if person is not None:
-                await self._to_person(record.key, ref, user, person, note, view, thread_link)
+                await self._to_person(record.key, user, person, note, summary, links)
                 await reply(f"Handed off to <@{person}>.", None)
             elif agent is not None:
-                await self._to_agent(record, session, user, agent, note, view, thread_link)
+                await self._to_agent(record, session, user, agent, note, summary, links)
                 await reply(f"Handed off to `{agent}`.", None)
         except SlackApiError as exc:
             code = str(exc.response.get("error") or "slack_error")
@@ -192,36 +188,29 @@ class ThreadActions:
     async def _to_person(
         self,
         key: ThreadKey,
-        ref: ThreadRef,
         requester: str,
         person: str,
         note: str,
-        view: SummaryView,
-        thread_link: str,
+        summary: ThreadSummary,
+        links: ThreadLinks,
     ) -> None:
-        header = f"<@{person}>, <@{requester}> handed this thread off to you."
-        if note:
-            header += "\n" + "\n".join(f">{escape(line)}" for line in note.splitlines())
-        if not view.ok:
-            header += f"\n*{UNAVAILABLE}*: read <{thread_link}|the thread> itself."
-        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}, *view.blocks]
-        text = f"<@{person}>, <@{requester}> handed this thread off to you."
-        await post_paged(
-            self.s.client, channel=ref.channel, thread_ts=ref.thread_ts, text=text, blocks=blocks
+        notice = person_handoff(
+            person=person, requester=requester, note=note, summary=summary, links=links
         )
-        lead_channel = self.s.settings.support_lead_channel
+        client = self.services.client
+        await post_paged(
+            client,
+            channel=links.channel,
+            thread_ts=links.thread_ts,
+            text=notice.text,
+            blocks=notice.thread_blocks,
+        )
+        lead_channel = self.services.settings.support_lead_channel
         if lead_channel:
-            lead_header = f"{header}\n<{thread_link}|Open the thread>"
             await post_paged(
-                self.s.client,
-                channel=lead_channel,
-                text=text,
-                blocks=[
-                    {"type": "section", "text": {"type": "mrkdwn", "text": lead_header}},
-                    *view.blocks,
-                ],
+                client, channel=lead_channel, text=notice.text, blocks=notice.lead_blocks
             )
-        await self.s.db.threads.set_status(key, "handed_off")
+        await self.services.db.threads.set_status(key, "handed_off")
 
     async def _to_agent(
         self,
@@ -230,19 +219,17 @@ class ThreadActions:
         requester: str,
         agent: str,
         note: str,
-        view: SummaryView,
-        thread_link: str,
+        summary: ThreadSummary,
+        links: ThreadLinks,
     ) -> None:
-        text = handoff_text(view, session, thread_link=thread_link, note=note)
-        await hand_to_agent(self.s.db, record, session, agent, text)
+        text = handoff_text(summary, thread_link=links.thread_link, note=note)
+        await hand_to_agent(self.services.db, record, session, agent, text)
         key = record.key
-        message = f"<@{requester}> handed this thread to *{escape(agent)}*."
-        if not view.ok:
-            message += f" {UNAVAILABLE}: it starts from the thread's own messages."
+        message, blocks = agent_handoff(requester=requester, agent=agent, summary=summary)
         await post_paged(
-            self.s.client,
+            self.services.client,
             channel=key.channel_id,
             thread_ts=key.thread_ts,
             text=message,
-            blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": message}}],
+            blocks=blocks,
         )

@@ -24,7 +24,8 @@ from bot.slack.command_args import (
 )
 from bot.slack.conversation import SlackReplier, thread_key
 from bot.slack.messages import parse_message
-from bot.slack.render.blocks import BUSY_TEXT, handoff_modal, home_view, refusal_modal
+from bot.slack.render.blocks import BUSY_TEXT
+from bot.slack.render.views import handoff_modal, home_view, refusal_modal
 from bot.slack.services import BotServices
 from bot.threads.admission import Priority, UserRate
 

@@ -26,9 +26,9 @@ from typing import TextIO
 from agents.runner import Runner
 from agents.sessions.session import Session
 from bot.config import Settings
-from bot.slack.render.blocks import transfer_line
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
-from bot.threads.summaries import Summarizer, SummaryView, summarize_session
+from bot.threads.summaries import Summarizer, ThreadSummary, summarize_session
+from bot.threads.transfers import transfer_line
 from bot.threads.turn import ensure_thread, run_turn
 from storage.database import Database
 from storage.threads import ThreadKey, ThreadRecord
@@ -160,21 +160,21 @@ class TerminalChat:
         if loaded is None:
             return
         assert self.record is not None
-        view = await self._summarize(loaded)
+        summary = await self._summarize(loaded)
         key = self.record.key
         if target in agents:
             # A failed summary hands off the thread's own messages, never an empty start.
-            text = handoff_text(view, loaded, thread_link=None, note="")
+            text = handoff_text(summary, thread_link=None, note="")
             await hand_to_agent(self.ctx.db, self.record, loaded, target, text)
             self.record = await self.ctx.db.threads.get(key)
             self.say(f"Handed off to {target}, in a new session that starts from:")
-            if not view.ok:
+            if not summary.ok:
                 self.say(text)
                 return
         else:
             await self.ctx.db.threads.set_status(key, "handed_off")
             self.say(f"Handed off to {target}.")
-        self.say(_summary_text(view))
+        self.say(_summary_text(summary))
 
     async def list_threads(self) -> None:
         rows = await self.local_threads(limit=MAX_LISTED)
@@ -236,14 +236,14 @@ class TerminalChat:
             return None
         return session
 
-    async def _summarize(self, session: Session) -> SummaryView:
-        return await summarize_session(self.ctx.summarizer, session, links=None)
+    async def _summarize(self, session: Session) -> ThreadSummary:
+        return await summarize_session(self.ctx.summarizer, session)
 
 
-def _summary_text(view: SummaryView) -> str:
-    if view.ok:
-        return view.plain
-    listed = "\n".join(f"- {p}" for p in view.problems)
+def _summary_text(summary: ThreadSummary) -> str:
+    if summary.ok:
+        return summary.plain
+    listed = "\n".join(f"- {p}" for p in summary.problems)
     return f"No validated summary: the summary failed validation.\n{listed}"
 
 

@@ -22,7 +22,7 @@ from agents.runner import find_agent_to_run
 from agents.sessions.session import Session
 from agents.summary.entities import EntityExtractor
 from agents.summary.transcript import RenderOptions, render_transcript
-from bot.threads.summaries import SummaryView
+from bot.threads.summaries import ThreadSummary
 from storage.database import Database
 from storage.threads import ThreadRecord
 
@@ -49,12 +49,13 @@ def raw_thread(events: list[Event]) -> str:
     return render_transcript(events, RAW_THREAD, mask=mask).fenced()
 
 
-def handoff_text(view: SummaryView, session: Session, *, thread_link: str | None, note: str) -> str:
-    """The record a handed-off session starts from."""
+def handoff_text(summary: ThreadSummary, *, thread_link: str | None, note: str) -> str:
+    """The record a session handed off from `summary`'s session starts from."""
+    session = summary.session
     where = f" (thread {thread_link})" if thread_link else ""
     lines = [f"Handed off from session {session.id}{where}."]
-    if view.ok:
-        lines.append(view.plain)
+    if summary.ok:
+        lines.append(summary.plain)
     else:
         lines.append(
             "No validated summary is available, so this is the source thread itself, "

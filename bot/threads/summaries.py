@@ -1,9 +1,10 @@
-"""Thread summaries for Slack and the terminal: run the summary agent, render what it
-validated.
+"""Thread summaries for every transport: run the summary agent and return what it
+validated, as a record and plain text.
 
 The summariser is any `Summarizer`: `agents.summary.SummaryService`, or a test double
-of its shape. Unchecked text is never shown: without a record, the rendering says so,
-lists the problems and links the thread.
+of its shape. Unchecked text is never returned: without a record, the outcome carries
+only the problems a person may see. Each transport renders the outcome itself (Slack's
+Block Kit in `bot.slack.render.summary_blocks`, the terminal's plain text).
 """
 
 from __future__ import annotations
@@ -18,15 +19,6 @@ from agents.summary import SummaryResult
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
 from agents.summary.results import WindowGap
-from bot.slack.permalinks import ThreadLinks
-from bot.slack.render.blocks import (
-    UNAVAILABLE,
-    Block,
-    no_summary_blocks,
-    problem_list,
-    summary_blocks,
-)
-from bot.slack.render.mrkdwn import escape
 
 log = logging.getLogger(__name__)
 
@@ -44,32 +36,55 @@ class Summarizer(Protocol):
 
 
 @dataclass(frozen=True)
-class SummaryView:
-    """A summary outcome ready to post: text fallback, blocks, plain text, problems."""
+class ThreadSummary:
+    """One session's summary outcome, before any transport renders it.
 
-    ok: bool
-    text: str
-    blocks: list[Block]
+    With a validated `record`: the windows it lacks (`gaps` of `windows`) and the tail
+    it left `unsummarised`. Without one: the `problems` a person may see. `plain` is
+    the outcome as plain text either way.
+    """
+
+    session: Session
+    record: HandoffRecord | None
     plain: str
     problems: tuple[str, ...] = ()
+    gaps: tuple[WindowGap, ...] = ()
+    windows: int = 0
+    unsummarised: WindowGap | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether a record passed validation."""
+        return self.record is not None
 
 
-async def summarize_session(
-    summarizer: Summarizer, session: Session, *, links: ThreadLinks | None
-) -> SummaryView:
-    """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
-    turns each citation into a link to its Slack message."""
+async def summarize_session(summarizer: Summarizer, session: Session) -> ThreadSummary:
+    """Run `summarizer` on `session`: the validated record, or why there is none."""
     result = await summarizer.summarize(session)
     record = getattr(result, "record", None)
     if isinstance(record, HandoffRecord):
         gaps = tuple(getattr(result, "gaps", ()))
         windows = int(getattr(result, "windows", 0))
         tail = getattr(result, "unsummarised", None)
-        return render_record(
-            record, session=session, links=links, gaps=gaps, windows=windows, unsummarised=tail
+        plain = to_text(
+            record, source_session_id=session.id, gaps=gaps, windows=windows, unsummarised=tail
         )
-    problems = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
-    return render_no_summary(public_problems(problems), links=links)
+        return ThreadSummary(
+            session=session,
+            record=record,
+            plain=plain,
+            gaps=gaps,
+            windows=windows,
+            unsummarised=tail,
+        )
+    raw = tuple(str(p) for p in getattr(result, "problems", ()) or ("no summary",))
+    problems = public_problems(raw)
+    return ThreadSummary(
+        session=session,
+        record=None,
+        plain=f"No validated summary. Problems: {'; '.join(problems)}",
+        problems=problems,
+    )
 
 
 def public_problems(problems: tuple[str, ...]) -> tuple[str, ...]:
@@ -83,44 +98,3 @@ def public_problems(problems: tuple[str, ...]) -> tuple[str, ...]:
             problem = failure.group(1)
         shown.append(problem)
     return tuple(shown)
-
-
-def render_record(
-    record: HandoffRecord,
-    *,
-    session: Session,
-    links: ThreadLinks | None,
-    gaps: tuple[WindowGap, ...] = (),
-    windows: int = 0,
-    unsummarised: WindowGap | None = None,
-) -> SummaryView:
-    """Block Kit for a validated record; each citation links to the Slack message it cites,
-    each of its `gaps` and an `unsummarised` tail to the raw messages no record covers."""
-    plain = to_text(
-        record, source_session_id=session.id, gaps=gaps, windows=windows, unsummarised=unsummarised
-    )
-    blocks = summary_blocks(
-        record,
-        events=session.events,
-        links=links,
-        gaps=gaps,
-        windows=windows,
-        unsummarised=unsummarised,
-    )
-    # The fallback text is the notification only; the blocks carry the whole record.
-    return SummaryView(
-        ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain
-    )
-
-
-def render_no_summary(problems: tuple[str, ...], *, links: ThreadLinks | None) -> SummaryView:
-    """The honest failure: no summary passed validation; here is why, and the thread."""
-    where = f"<{links.thread_link}|this thread>" if links is not None else "this thread"
-    text = f"*{UNAVAILABLE}* for {where}: no summary passed validation.\n{problem_list(problems)}"
-    return SummaryView(
-        ok=False,
-        text=f"{UNAVAILABLE} for this thread.",
-        blocks=no_summary_blocks(text),
-        plain=f"No validated summary. Problems: {'; '.join(problems)}",
-        problems=problems,
-    )

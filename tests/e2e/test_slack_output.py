@@ -18,7 +18,7 @@ from agents.models.base import ModelError
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.record import HandoffRecord, Item
 from bot.slack.permalinks import ThreadLinks
-from bot.slack.render.blocks import digest_message, unavailable_message
+from bot.slack.render.digest_blocks import digest_message, unavailable_message
 from bot.slack.render.limits import SECTION_TEXT, post_paged
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel

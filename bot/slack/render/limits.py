@@ -5,6 +5,9 @@ escaping (`&` becomes `&amp;`), because that is what Slack counts. Nothing is cu
 long text is split on line boundaries into more sections, and more blocks than one
 message holds continue in the thread (or, for an ephemeral answer, in further
 answers), the first message saying so.
+
+It also holds the two Block Kit primitives every surface uses (a section, a context
+line). Block Kit is built only under `bot.slack.render`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ BLOCKS_PER_MESSAGE = 50  # blocks in one message (a modal or App Home holds 100)
 def section(text: str) -> Block:
     """One mrkdwn section (the caller keeps `text` within `SECTION_TEXT`)."""
     return {"type": "section", "text": {"type": "mrkdwn", "text": text or " "}}
+
+
+def context(text: str) -> Block:
+    """One context line of mrkdwn, the small grey text under a message."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
 def sections(text: str) -> list[Block]:
@@ -59,7 +67,7 @@ def paged(blocks: list[Block], *, where: str = "in this thread") -> list[list[Bl
     pages = [fitted[i : i + size] for i in range(0, len(fitted), size)]
     more = len(pages) - 1
     note = f"Continued {where} ({more} more message{'s' if more > 1 else ''})."
-    pages[0] = [*pages[0], {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
+    pages[0] = [*pages[0], context(note)]
     return pages
 
 

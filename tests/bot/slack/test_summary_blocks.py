@@ -1,4 +1,4 @@
-"""Block Kit for summaries and digests: built in bot/slack/blocks.py from the record."""
+"""Block Kit for summaries and digests: built under bot/slack/render/ from the record."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ from agents.summary.render import CLAIM_LABEL
 from bot.evals.dataset import numbered
 from bot.slack.message_ts import message_ts
 from bot.slack.permalinks import ThreadLinks
-from bot.slack.render.blocks import (
-    digest_message,
-    record_blocks,
-    summary_blocks,
-    unavailable_message,
-)
+from bot.slack.render.digest_blocks import digest_message, unavailable_message
+from bot.slack.render.summary_blocks import record_blocks, summary_blocks
 from tests.agents.summary.conftest import item, refund_events, refund_record
 
 EVENTS = numbered(refund_events())
