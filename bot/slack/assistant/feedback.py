@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
 
 from agents.metrics import REGISTRY
 from bot.slack.render.blocks import FEEDBACK_ACTION, FEEDBACK_BLOCK_PREFIX
@@ -108,16 +108,18 @@ async def store_click(services: BotServices, click: Click) -> str | None:
     return recorded
 
 
-def register(app: AsyncApp, services: BotServices) -> None:
-    """Listen for feedback clicks: ack at once, store in the background."""
+class FeedbackHandlers:
+    """`on_feedback`, storing clicks through `services` in the background."""
 
-    async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
+    def __init__(self, services: BotServices) -> None:
+        self.services = services
+
+    async def on_feedback(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Ack a click at once; store it in the background."""
         await ack()
         click = parse_click(body)
-        if click is not None and not services.worker.closed:
-            services.worker.spawn(store_click(services, click))
-
-    app.action(FEEDBACK_ACTION)(on_feedback)
+        if click is not None and not self.services.worker.closed:
+            self.services.worker.spawn(store_click(self.services, click))
 
 
 def _object(value: Any) -> dict[str, Any]:

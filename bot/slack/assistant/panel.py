@@ -16,12 +16,10 @@ import logging
 from functools import partial
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import (
     AsyncSetSuggestedPrompts,
 )
 from slack_bolt.context.set_title.async_set_title import AsyncSetTitle
-from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
 
 from agents.runner import resumable
 from bot.slack.assistant.describe import agent_descriptions, suggested_prompts, thread_title
@@ -93,39 +91,42 @@ class Panel:
         return owner.name if owner is not None and resumable(owner) else root.name
 
 
-def register(app: AsyncApp, services: BotServices) -> None:
-    """Attach the assistant middleware: new panel threads and context changes."""
-    assistant = AsyncAssistant(logger=logging.getLogger("slack_bolt.assistant"))
-    root = services.runner.agent
-    prompts = suggested_prompts(root)
-    title = thread_title(root)
+class PanelThreads:
+    """The panel's thread listeners, `on_thread_started` and `on_context_changed`, with
+    the prompts and title the tree gives."""
 
-    @assistant.thread_started
-    async def started(
-        set_title: AsyncSetTitle, set_suggested_prompts: AsyncSetSuggestedPrompts
+    def __init__(self, services: BotServices) -> None:
+        self.services = services
+        root = services.runner.agent
+        self.prompts = suggested_prompts(root)
+        self.title = thread_title(root)
+
+    async def on_thread_started(
+        self, set_title: AsyncSetTitle, set_suggested_prompts: AsyncSetSuggestedPrompts
     ) -> None:
-        async def greet() -> None:
-            try:
-                await set_title(title)
-                if prompts:
-                    await set_suggested_prompts(prompts=prompts, title=PROMPTS_TITLE)
-            except Exception:
-                log.warning("panel thread not set up", exc_info=True)
-
+        """Title a new panel thread and offer one prompt per specialist."""
         # Acked at once; the Slack calls run in the background like every other reply
         # (none once shutting down: the thread just opens without its prompts).
-        if not services.worker.closed:
-            services.worker.spawn(greet())
+        if not self.services.worker.closed:
+            self.services.worker.spawn(self._greet(set_title, set_suggested_prompts))
 
-    @assistant.thread_context_changed
-    async def context_changed(event: dict[str, Any]) -> None:
-        # The channel the user is looking at. The bot answers from the conversation
-        # alone and reads no channel it was not addressed in, so it keeps nothing; this
-        # listener also replaces Bolt's default, which would rewrite the thread's first
-        # bot message to store the context in its metadata.
+    async def _greet(
+        self, set_title: AsyncSetTitle, set_suggested_prompts: AsyncSetSuggestedPrompts
+    ) -> None:
+        try:
+            await set_title(self.title)
+            if self.prompts:
+                await set_suggested_prompts(prompts=self.prompts, title=PROMPTS_TITLE)
+        except Exception:
+            log.warning("panel thread not set up", exc_info=True)
+
+    async def on_context_changed(self, event: dict[str, Any]) -> None:
+        """Note the channel the user now looks at, and keep nothing."""
+        # The bot answers from the conversation alone and reads no channel it was not
+        # addressed in, so it keeps nothing; this listener also replaces Bolt's default,
+        # which would rewrite the thread's first bot message to store the context in
+        # its metadata.
         log.debug("panel context changed", extra={"slack_thread": _thread_ts(event)})
-
-    app.assistant(assistant)
 
 
 def _thread_ts(event: dict[str, Any]) -> str | None:
