@@ -318,11 +318,17 @@ class IncrementalSummarizer:
         seen = {e.id for e in covered}
         rest = [e for e in summarised_events(session.events) if e.id not in seen]
         records = [HandoffRecord.model_validate(w.record) for w in passed]
-        merged = merge_records(records, covered, extractor=self.service.extractor)
         # What each window's model was shown, together: a value cut from a window's
         # transcript (a long payload's tail) was demanded of no window, so the merged
         # record is not failed for it either.
         shown = joined([self.service.rendering(events) for events in per_window])
+
+        def problems(record: HandoffRecord) -> list[Problem]:
+            return self.validator.check(
+                ValidationResult(record=record), covered, rendered=shown, goal_support=rest
+            ).problems
+
+        merged = merge_records(records, covered, extractor=self.service.extractor, check=problems)
         checked = self.validator.check(
             ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
         )
