@@ -323,12 +323,14 @@ class IncrementalSummarizer:
         # record is not failed for it either.
         shown = joined([self.service.rendering(events) for events in per_window])
 
-        def problems(record: HandoffRecord) -> list[Problem]:
+        def merged_problems(record: HandoffRecord) -> list[Problem]:
             return self.validator.check(
                 ValidationResult(record=record), covered, rendered=shown, goal_support=rest
             ).problems
 
-        merged = merge_records(records, covered, extractor=self.service.extractor, check=problems)
+        merged = merge_records(
+            records, covered, extractor=self.service.extractor, check=merged_problems
+        )
         checked = self.validator.check(
             ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
         )
