@@ -214,10 +214,20 @@ class EntityExtractor:
         out.append((type_, text, high_value, sensitive))
 
     def extract(self, events: Iterable[Event]) -> list[Entity]:
-        """Every entity in `events`, merged by (type, normalised value), in first-seen order."""
+        """Every entity in `events`, merged by (type, normalised value), in first-seen order.
+
+        A secret split over two messages ("my PIN is", then "4321") is found too: an
+        event that ends on a secret's cue makes the first 4-6 digit number of the same
+        author's next message that secret."""
         found: dict[tuple[str, str], _Found] = {}
+        cued: dict[str, str] = {}  # author -> the secret type their last message cued
         for event in events:
             hits = self.from_text(event.text)
+            cue = cued.pop(event.author, None)
+            if cue is not None and (bare := _BARE_SECRET.search(event.text)) is not None:
+                hits.append((cue, bare.group(1), False, True))
+            if (ending := _SECRET_CUE.search(event.text)) is not None:
+                cued[event.author] = _CUE_TYPES.get(ending.group(1).casefold(), "access_code")
             for call in event.function_calls:
                 hits += self.from_payload(call.args, call=True)
             for response in event.function_responses:
@@ -247,6 +257,15 @@ class EntityExtractor:
                 )
             )
         return entities
+
+
+# A message that ends on a secret's name ("my PIN is", "access code:") cues the next one.
+_SECRET_CUE = re.compile(
+    r"(?i)\b(pin|passcode|password|access code|security code|code)\W{0,3}"
+    r"(?:(?:is|was|=)\W{0,3})?$"
+)
+_CUE_TYPES = {"pin": "pin", "password": "password"}
+_BARE_SECRET = re.compile(r"(?<![\w$.,-])(\d{4,6})(?![\w.,-]\d|\w)")
 
 
 # Word edges for values; a hyphen joins a value to capitals ("A-1001" does not mention

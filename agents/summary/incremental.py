@@ -54,6 +54,7 @@ from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.summary.checks.validator import ValidationResult, Validator
 from agents.summary.demands import holds_values
+from agents.summary.entities import Entity
 from agents.summary.merge import merge_records, without_items
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord
@@ -231,6 +232,15 @@ class IncrementalSummarizer:
         windows.sort(key=lambda w: w.span.start_seq)
         return self._merged(session, windows, time.perf_counter() - started, unsummarised)
 
+    def secrets(self, session: Session) -> list[Entity]:
+        """The sensitive values of the whole thread, masked in every window that holds
+        them (`agents.summary.secrets`), whichever window marks them as secret."""
+        return [
+            e
+            for e in self.service.extractor.extract(summarised_events(session.events))
+            if e.sensitive
+        ]
+
     async def _window(
         self,
         session: Session,
@@ -254,6 +264,7 @@ class IncrementalSummarizer:
             context=context_text(previous, span),
             goal_support=earlier,
             context_marks=(CONTEXT_MARK,),
+            secrets=self.secrets(session),
         )
         log = result.attempt_log
         window = StoredWindow(
@@ -321,7 +332,8 @@ class IncrementalSummarizer:
         # What each window's model was shown, together: a value cut from a window's
         # transcript (a long payload's tail) was demanded of no window, so the merged
         # record is not failed for it either.
-        shown = joined([self.service.rendering(events) for events in per_window])
+        secrets = self.secrets(session)
+        shown = joined([self.service.rendering(events, secrets=secrets) for events in per_window])
 
         def merged_problems(record: HandoffRecord) -> list[Problem]:
             return self.validator.check(
