@@ -45,6 +45,14 @@ def gaps_text(gaps: Sequence[WindowGap], windows: int, ranges: Sequence[str] = (
     return f"{len(gaps)} of {windows} windows unavailable: see {shown}"
 
 
+def status_label(gaps: Sequence[WindowGap], windows: int) -> str:
+    """What a reader may trust of a record: `validated` when every window passed, else
+    `partial: 7 of 9 windows` (the windows a validated record covers, of all)."""
+    if not gaps:
+        return "validated"
+    return f"partial: {windows - len(gaps)} of {windows} windows"
+
+
 def unsummarised_text(tail: WindowGap, shown: str = "") -> str:
     """`The last messages, e30–e34, hold no values or promises and are not summarised`;
     `shown` replaces the plain label (with links, say)."""

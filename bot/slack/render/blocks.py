@@ -11,7 +11,7 @@ from typing import Any
 
 from agents.events import Event, event_seq
 from agents.summary.record import HandoffRecord, Item
-from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text, unsummarised_text
+from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text, status_label, unsummarised_text
 from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import sections
@@ -272,7 +272,9 @@ def summary_blocks(
     if unsummarised is not None:
         blocks.append(unsummarised_block(unsummarised, events=events, link_for=link_for))
     if links is not None:
-        blocks.append(_context(f"Validated summary of <{links.thread_link}|this thread>"))
+        thread = f"<{links.thread_link}|this thread>"
+        line = f"Summary of {thread}, {status_label(gaps, windows)}" if gaps else None
+        blocks.append(_context(line or f"Validated summary of {thread}"))
     return blocks
 
 
@@ -325,8 +327,9 @@ def digest_message(
     if marked:
         blocks.append(_context(marked))
     agents = ", ".join(f"`{a}`" for a in owners) or "none"
+    status = status_label(gaps, windows)
     blocks.append(
-        _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
+        _context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), {status}")
     )
     fallback = f"{title}: {escape(record.goal)}"
     return fallback, blocks
