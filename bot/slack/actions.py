@@ -123,9 +123,17 @@ class ThreadActions:
             return None
         return record, session
 
-    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[SummaryView, str]:
+    async def _summary(
+        self, ref: ThreadRef, session: Session, surface: str
+    ) -> tuple[SummaryView, str]:
         links = await thread_links(self.s.client, ref.channel, ref.thread_ts)
-        view = await summarize_session(self.s.summarizer, session, links=links)
+        view = await summarize_session(
+            self.s.summarizer,
+            session,
+            links=links,
+            surface=surface,
+            deliveries=self.s.db.summary_deliveries,
+        )
         return view, links.thread_link
 
     async def summarize(
@@ -136,7 +144,7 @@ class ThreadActions:
         if loaded is None:
             return
         _, session = loaded
-        view, _ = await self._summary(ref, session)
+        view, _ = await self._summary(ref, session, "summary")
         if public and view.ok:
             await post_paged(
                 self.s.client,
@@ -176,7 +184,7 @@ class ThreadActions:
             await reply(NOT_A_PERSON, None)
             return
         record, session = loaded
-        view, thread_link = await self._summary(ref, session)
+        view, thread_link = await self._summary(ref, session, "handoff")
         try:
             if person is not None:
                 await self._to_person(record.key, ref, user, person, note, view, thread_link)

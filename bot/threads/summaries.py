@@ -15,6 +15,7 @@ from typing import Protocol
 
 from agents.sessions.session import Session
 from agents.summary import SummaryResult
+from agents.summary.metrics import DeliverySink, count_delivery
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
 from agents.summary.results import WindowGap
@@ -55,11 +56,18 @@ class SummaryView:
 
 
 async def summarize_session(
-    summarizer: Summarizer, session: Session, *, links: ThreadLinks | None
+    summarizer: Summarizer,
+    session: Session,
+    *,
+    links: ThreadLinks | None,
+    surface: str,
+    deliveries: DeliverySink | None = None,
 ) -> SummaryView:
     """Run `summarizer` on `session` and render the outcome; `links` (None in the terminal)
-    turns each citation into a link to its Slack message."""
+    turns each citation into a link to its Slack message. What `surface` (`summary` or
+    `handoff`) receives is counted, and stored in `deliveries`."""
     result = await summarizer.summarize(session)
+    await count_delivery(result, surface, deliveries)
     record = getattr(result, "record", None)
     if isinstance(record, HandoffRecord):
         gaps = tuple(getattr(result, "gaps", ()))

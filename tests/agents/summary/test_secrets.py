@@ -33,9 +33,7 @@ def test_a_cue_at_the_end_of_one_message_makes_the_next_messages_digits_a_secret
 
 def test_a_secret_the_thread_marks_is_masked_in_a_window_that_does_not() -> None:
     [secret] = [
-        e
-        for e in EntityExtractor().extract([said("user", f"my PIN is {PIN}", 1)])
-        if e.sensitive
+        e for e in EntityExtractor().extract([said("user", f"my PIN is {PIN}", 1)]) if e.sensitive
     ]
     later = [said("billing_agent", f"Thanks, {PIN} checks out.", 7)]
     assert [(s.value, s.event_ids) for s in secrets_within([secret], later)] == [(PIN, ("e7",))]
