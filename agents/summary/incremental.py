@@ -53,7 +53,7 @@ from agents.quoting import defuse_fences, quoted
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.summary.checks.validator import ValidationResult, Validator
-from agents.summary.demands import holds_values
+from agents.summary.demands import crowded, holds_values
 from agents.summary.entities import Entity
 from agents.summary.merge import merge_records, without_items
 from agents.summary.problems import Problem, ProblemKind
@@ -202,7 +202,8 @@ class IncrementalSummarizer:
         completed_through: str | None = None,
     ) -> WindowPlan:
         """The windows of `events`: stored ones kept, the rest cut so that a window closes
-        once it holds a value (by the validator's extractors) or reaches the bound."""
+        once it holds a value (by the validator's extractors) or reaches the bound, and
+        sooner once it holds many (`agents.summary.demands.crowded`)."""
         extractor = self.service.extractor
         return plan_windows(
             events,
@@ -211,6 +212,7 @@ class IncrementalSummarizer:
             completed_through=completed_through,
             holds_values=lambda run: holds_values(run, extractor),
             max_invocations=self.max_invocations,
+            crowded=lambda run: crowded(run, extractor),
         )
 
     async def summarize(self, session: Session) -> SummaryResult:
