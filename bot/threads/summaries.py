@@ -53,6 +53,10 @@ class SummaryView:
     blocks: list[Block]
     plain: str
     problems: tuple[str, ...] = ()
+    # What the record does not cover: windows no validated record covers, and the open
+    # tail left unsummarised (a hand-off carries their raw events).
+    gaps: tuple[WindowGap, ...] = ()
+    unsummarised: WindowGap | None = None
 
 
 async def summarize_session(
@@ -117,7 +121,12 @@ def render_record(
     )
     # The fallback text is the notification only; the blocks carry the whole record.
     return SummaryView(
-        ok=True, text=f"Thread summary: {escape(record.goal)}", blocks=blocks, plain=plain
+        ok=True,
+        text=f"Thread summary: {escape(record.goal)}",
+        blocks=blocks,
+        plain=plain,
+        gaps=gaps,
+        unsummarised=unsummarised,
     )
 
 
