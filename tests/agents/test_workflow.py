@@ -123,3 +123,28 @@ async def test_an_agent_without_history_transferred_to_starts_at_the_users_messa
     await conversation.send("I was charged twice")
     texts = [c.text for c in model.requests[-1].contents]
     assert texts[0] == "I was charged twice" and "hi" not in texts
+
+
+def test_two_parallel_branches_writing_one_output_key_are_refused_at_build() -> None:
+    import pytest
+
+    from agents.errors import AgentTreeError
+
+    with pytest.raises(
+        AgentTreeError, match="'research_a' and 'checker' both write output_key 'a'"
+    ):
+        ParallelAgent(
+            name="fanout",
+            sub_agents=[
+                LlmAgent(name="research_a", output_key="a"),
+                SequentialAgent(
+                    name="check", sub_agents=[LlmAgent(name="checker", output_key="a")]
+                ),
+            ],
+        )
+    # One branch writing a key twice, in sequence, is no race.
+    steps = SequentialAgent(
+        name="steps",
+        sub_agents=[LlmAgent(name="draft", output_key="a"), LlmAgent(name="edit", output_key="a")],
+    )
+    assert ParallelAgent(name="ok", sub_agents=[steps, LlmAgent(name="other", output_key="b")])
