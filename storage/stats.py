@@ -128,7 +128,8 @@ def _count_event(stats: Stats, data: str) -> None:
     usage = event.get("usage")
     if isinstance(usage, dict):
         agent = stats.usage.setdefault(author, AgentUsage())
-        agent.calls += 1
+        # A decide-first step's answer stands for its 2-4 calls (`Usage.calls`).
+        agent.calls += max(1, int(usage.get("calls") or 0))
         agent.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         agent.completion_tokens += int(usage.get("completion_tokens") or 0)
         agent.cost += float(usage.get("cost") or 0.0)
