@@ -436,3 +436,32 @@ async def test_the_merged_record_demands_only_values_a_window_was_shown() -> Non
     assert (result.windows, result.gaps) == (1, ())
     assert "A-1029" not in result.record.all_text()
     model.assert_complete()
+
+
+async def test_a_refund_and_a_replacement_for_one_order_both_stand_after_the_merge() -> None:
+    summarizer, session, _, _ = await live(
+        [
+            (
+                "Order A-1001 arrived broken. Please refund it.",
+                "Refund of $25.00 for A-1001 issued.",
+            ),
+            ("Also send a replacement for A-1001.", "A replacement for A-1001 ships tomorrow."),
+        ],
+        [
+            answer(
+                "Sort out broken order A-1001",
+                decisions=[item("Refund of $25.00 for A-1001 issued", "e2")],
+            ),
+            answer(
+                "Sort out broken order A-1001",
+                decisions=[item("A replacement for A-1001 ships tomorrow", "e3", "e4")],
+            ),
+        ],
+    )
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert [d.text for d in result.record.decisions] == [
+        "Refund of $25.00 for A-1001 issued",
+        "A replacement for A-1001 ships tomorrow",
+    ]
+    assert not any(f.text.startswith("Decided earlier") for f in result.record.facts)
