@@ -46,8 +46,6 @@ SUPERSEDED_PREFIX = "Decided earlier, then changed: "
 Check = Callable[[HandoffRecord], Sequence[Problem]]
 """The validator's problems with a merged record (over the events the merge covers)."""
 
-_values = values_of
-
 
 def _sources(first: Item, second: Item) -> list[str]:
     merged = list(dict.fromkeys([*first.sources, *second.sources]))
@@ -57,8 +55,8 @@ def _sources(first: Item, second: Item) -> list[str]:
 def _same(a: Item, b: Item, extractor: EntityExtractor) -> Item | None:
     """The one item `a` and `b` are, when they are duplicates; else None. Items without
     values are duplicates only when their texts are the same."""
-    values = _values(a, extractor)
-    if values != _values(b, extractor):
+    values = values_of(a, extractor)
+    if values != values_of(b, extractor):
         return None
     terms_a, terms_b = key_terms(a.text), key_terms(b.text)
     if " ".join(a.text.casefold().split()) == " ".join(b.text.casefold().split()):
@@ -117,7 +115,7 @@ def _kept_as_fact(
 ) -> list[Item]:
     """`record`'s facts, plus `item` prefixed when it states a value `record` does not."""
     stated = record.all_text().casefold()
-    if all(v in stated for v in _values(item, extractor)):
+    if all(v in stated for v in values_of(item, extractor)):
         return list(record.facts)
     return [*record.facts, item.model_copy(update={"text": prefix + item.text})]
 
@@ -150,9 +148,9 @@ def _resolved(
 ) -> bool:
     if question_answer(question, events, extractor) is not None:
         return True
-    values = _values(question, extractor)
+    values = values_of(question, extractor)
     return bool(values) and any(
-        index > window and values <= _values(item, extractor) for index, item in later_items
+        index > window and values <= values_of(item, extractor) for index, item in later_items
     )
 
 
