@@ -56,6 +56,20 @@ class EventsCompactionConfig:
     max_summary_chars: int = 8_000
     timeout_seconds: float = 120.0
 
+    def __post_init__(self) -> None:
+        # An interval of 0 would make every window empty (an IndexError in
+        # `select_window`, logged and never counted); an overlap at or above the
+        # interval would summarise the same invocations forever.
+        if self.compaction_interval < 1:
+            raise ValueError(
+                f"compaction_interval must be at least 1, not {self.compaction_interval}"
+            )
+        if not 0 <= self.overlap_size < self.compaction_interval:
+            raise ValueError(
+                f"overlap_size must be at least 0 and below compaction_interval "
+                f"({self.compaction_interval}), not {self.overlap_size}"
+            )
+
 
 class CompactionError(Exception):
     """The summariser produced nothing usable."""

@@ -52,17 +52,29 @@ class CompactionInfo(_Frozen):
 
 
 class Usage(_Frozen):
-    """Token usage and cost of one model call (or a sum of several)."""
+    """Token usage and cost of one model call (or a sum of several).
+
+    `calls` counts the model calls a sum was made of when the code summing them knows
+    (a decide-first step's 2-4 calls); 0 means one call, or not counted apart, so
+    `model_calls` is at least 1.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    calls: int = 0
+
+    @property
+    def model_calls(self) -> int:
+        """How many model calls this usage stands for (at least one)."""
+        return max(1, self.calls)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost=self.cost + other.cost,
+            calls=self.calls + other.calls,
         )
 
 

@@ -149,8 +149,27 @@ def current_turn_contents(
     invocation_id: str,
     max_message_chars: int | None = None,
 ) -> list[Content]:
-    """For `include_contents="none"`: only this invocation's events, from its user message."""
-    own = [e for e in visible_events(events, branch) if e.invocation_id == invocation_id]
+    """For `include_contents="none"`: the current turn only (ADK's rule): this
+    invocation's events from the latest that hands the agent its work, the user's message
+    or another agent's text reply (a workflow step before it), whichever is later. A
+    transfer is no reply (it holds no text), so an agent transferred to starts at the
+    user's message; a pipeline step starts at the step before it and works from state,
+    as the seed asks of steps that see no history."""
+    own = [
+        e
+        for e in visible_events(events, branch)
+        if e.invocation_id == invocation_id and not e.is_compaction
+    ]
+    start = next(
+        (
+            index
+            for index in range(len(own) - 1, -1, -1)
+            if own[index].author == "user"
+            or (own[index].author != agent_name and own[index].text.strip())
+        ),
+        0,
+    )
+    own = own[start:]
     contents = [
         event_to_content(e, agent_name, max_message_chars) for e in own if not e.is_compaction
     ]

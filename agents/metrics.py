@@ -14,6 +14,8 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
 from prometheus_client.exposition import generate_latest
 
+from agents.events import Usage
+
 Kind = Literal["counter", "gauge"]
 
 # One sample per series: the `_created` timestamps would double every counter on the page.
@@ -118,3 +120,13 @@ _RUNTIME_METRICS: tuple[tuple[str, Kind, str], ...] = (
 )
 for _name, _kind, _help in _RUNTIME_METRICS:
     REGISTRY.describe(_name, _kind, _help)
+
+
+def count_model_use(agent: str, usage: Usage) -> None:
+    """Count `agent`'s model calls (`usage.model_calls`), tokens and cost in `REGISTRY`."""
+    REGISTRY.inc("support_bot_model_calls_total", usage.model_calls, agent=agent)
+    REGISTRY.inc("support_bot_model_tokens_total", usage.prompt_tokens, agent=agent, kind="prompt")
+    REGISTRY.inc(
+        "support_bot_model_tokens_total", usage.completion_tokens, agent=agent, kind="completion"
+    )
+    REGISTRY.inc("support_bot_model_cost_usd_total", usage.cost, agent=agent)

@@ -17,7 +17,7 @@ from agents.history import ContentCache
 from agents.invocation import persist, record_event, run_and_persist
 from agents.invocation_log import InvocationLog
 from agents.llm.agent import LlmAgent
-from agents.metrics import REGISTRY
+from agents.metrics import REGISTRY, count_model_use
 from agents.models.base import Model, ModelError
 from agents.sessions.service import SessionNotFoundError, SessionService
 from agents.sessions.session import Session
@@ -279,19 +279,5 @@ def resumable(agent: BaseAgent) -> bool:
 
 
 def _count_model_use(event: Event) -> None:
-    if event.usage is None:
-        return
-    REGISTRY.inc("support_bot_model_calls_total", agent=event.author)
-    REGISTRY.inc(
-        "support_bot_model_tokens_total",
-        event.usage.prompt_tokens,
-        agent=event.author,
-        kind="prompt",
-    )
-    REGISTRY.inc(
-        "support_bot_model_tokens_total",
-        event.usage.completion_tokens,
-        agent=event.author,
-        kind="completion",
-    )
-    REGISTRY.inc("support_bot_model_cost_usd_total", event.usage.cost, agent=event.author)
+    if event.usage is not None:
+        count_model_use(event.author, event.usage)

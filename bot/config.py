@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agents.models.base import ChoiceScoring, DecisionLayout
@@ -109,8 +109,14 @@ class Settings(BaseSettings):
     delivery_retention_seconds: float = Field(
         default=172_800, description="How long processed Slack delivery ids are kept."
     )
-    compaction_interval: int = 3
-    compaction_overlap: int = 1
+    compaction_interval: int = Field(
+        default=3, ge=1, description="Invocations between compactions (and summary windows)."
+    )
+    compaction_overlap: int = Field(
+        default=1,
+        ge=0,
+        description="Invocations a compaction summarises again; below the interval.",
+    )
     port: int = 3000
     host: str | None = Field(
         default=None,
@@ -237,6 +243,15 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(v.strip() for v in value.split(",") if v.strip())
         return value
+
+    @model_validator(mode="after")
+    def _overlap_below_interval(self) -> Settings:
+        if self.compaction_overlap >= self.compaction_interval:
+            raise ValueError(
+                f"COMPACTION_OVERLAP ({self.compaction_overlap}) must be below "
+                f"COMPACTION_INTERVAL ({self.compaction_interval})"
+            )
+        return self
 
     def model_post_init(self, __context: object) -> None:
         if not self.slack_api_url.endswith("/"):

@@ -28,6 +28,7 @@ from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summaries.digests import DigestStore
 from storage.summaries.memory import MemoryStore
+from storage.summaries.summary_deliveries import SummaryDeliveryStore
 from storage.summaries.summary_runs import SummaryRunStore
 from storage.summaries.windows import WindowStore
 from storage.threads import ThreadStore
@@ -49,8 +50,9 @@ class Database:
         self.digests = DigestStore(self.gate)
         self.memory = MemoryStore(self.gate)
         self.summary_runs = SummaryRunStore(self.gate)
+        self.summary_deliveries = SummaryDeliveryStore(self.gate)
         self.windows = WindowStore(self.gate)
-        self.stats = StatsStore(self.gate, self.summary_runs)
+        self.stats = StatsStore(self.gate, self.summary_runs, self.summary_deliveries)
         self.owners = OwnerStore(self.gate)
         self.thread_locks = ThreadLocks(self.gate)
         self.dm_conversations = DmConversationStore(self.gate)

@@ -242,6 +242,21 @@ summary_runs = sa.Table(
     sa.Index(None, "session_id"),
 )
 
+# What a consumer received of a summary, one row per delivery: `surface` is `digest`,
+# `summary` (`/summary`) or `handoff`; `outcome` is `validated`, `partial` (a record with
+# gap windows) or `none` (no summary: the consumer got the raw thread or a notice).
+summary_deliveries = sa.Table(
+    "summary_deliveries",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(128), nullable=False),
+    sa.Column("surface", sa.String(16), nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("windows", sa.Integer, nullable=False),
+    sa.Column("gaps", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
 # Window records (`SUMMARY_MODE=incremental`): one validated handoff record (or a named
 # gap) per window of a session's events, `start_seq`..`end_seq`. `fingerprint` names the
 # events the record was built from, so a window whose events changed is rebuilt.

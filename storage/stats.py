@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import SqlGate
 from storage.schema import digests, events, feedback, sessions, threads
+from storage.summaries.summary_deliveries import SummaryDeliveryStore
 from storage.summaries.summary_runs import SummaryRunStore
 
 
@@ -43,6 +44,9 @@ class Stats:
     compactions: int = 0
     failed_turns: int = 0
     summaries: dict[str, Any] = field(default_factory=dict)
+    # Summaries consumers received, per surface (digest, summary, handoff) and outcome
+    # (validated, partial, none).
+    deliveries: dict[str, dict[str, int]] = field(default_factory=dict)
     digests_stored: int = 0
     digests_posted: int = 0
     threads: dict[str, int] = field(default_factory=dict)
@@ -54,9 +58,15 @@ class Stats:
 class StatsStore:
     """Aggregate queries over the other stores' tables, for `support-bot stats`."""
 
-    def __init__(self, gate: SqlGate, summary_runs: SummaryRunStore) -> None:
+    def __init__(
+        self,
+        gate: SqlGate,
+        summary_runs: SummaryRunStore,
+        summary_deliveries: SummaryDeliveryStore,
+    ) -> None:
         self._gate = gate
         self._summary_runs = summary_runs
+        self._summary_deliveries = summary_deliveries
 
     async def collect(self) -> Stats:
         """Every figure at once.
@@ -64,7 +74,10 @@ class StatsStore:
         Usage, transfers and compactions come from the event rows that can hold them (a
         LIKE on the stored JSON narrows the scan); the rest are aggregate queries.
         """
-        stats = Stats(summaries=await self._summary_runs.totals())
+        stats = Stats(
+            summaries=await self._summary_runs.totals(),
+            deliveries=await self._summary_deliveries.counts(),
+        )
 
         async def tx(conn: AsyncConnection) -> None:
             async def count(query: Any) -> int:
@@ -115,7 +128,8 @@ def _count_event(stats: Stats, data: str) -> None:
     usage = event.get("usage")
     if isinstance(usage, dict):
         agent = stats.usage.setdefault(author, AgentUsage())
-        agent.calls += 1
+        # A decide-first step's answer stands for its 2-4 calls (`Usage.calls`).
+        agent.calls += max(1, int(usage.get("calls") or 0))
         agent.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         agent.completion_tokens += int(usage.get("completion_tokens") or 0)
         agent.cost += float(usage.get("cost") or 0.0)

@@ -168,7 +168,7 @@ class _Step:
 
     async def call(self, request: LlmRequest) -> LlmResponse:
         response = await self.generate(request)
-        self.usage = self.usage + (response.usage or Usage())
+        self.usage = self.usage + (response.usage or Usage()).model_copy(update={"calls": 1})
         if response.finish_reason == "length":
             REGISTRY.inc("support_bot_output_cut_total", agent=self.options.agent)
         return response

@@ -26,3 +26,16 @@ def holds_values(events: Sequence[Event], extractor: EntityExtractor) -> bool:
     if find_promises(listed):
         return True
     return any(e.high_value and not e.sensitive for e in extractor.extract(listed))
+
+
+SPLIT_VALUES = 6
+"""A window demanding this many values or more closes at the end of its invocation."""
+
+
+def crowded(events: Sequence[Event], extractor: EntityExtractor) -> bool:
+    """True when a record of `events` would be asked for `SPLIT_VALUES` values or more
+    (values and promises). A window that fails on one item is a gap, and every value in
+    it is lost with it: the fewer values a window holds, the fewer one bad item costs."""
+    listed = list(events)
+    demanded = sum(1 for e in extractor.extract(listed) if e.high_value and not e.sensitive)
+    return demanded + len(find_promises(listed)) >= SPLIT_VALUES

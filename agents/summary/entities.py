@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.events import Event
+from agents.summary.when import is_moment, same_moment
 
 ID_TYPES = frozenset(
     {"order_id", "reservation_id", "booking_id", "account_id", "payment_id", "user_id"}
@@ -27,6 +28,8 @@ _MONTHS = (
 )
 _WEEKDAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
 MASK = "\u2022"  # a masked secret: one bullet per character
+# Entity types compared as dates and times (`agents.summary.when`), not only by word.
+MOMENT_TYPES = frozenset({"date", "time"})
 
 
 @dataclass(frozen=True)
@@ -214,10 +217,20 @@ class EntityExtractor:
         out.append((type_, text, high_value, sensitive))
 
     def extract(self, events: Iterable[Event]) -> list[Entity]:
-        """Every entity in `events`, merged by (type, normalised value), in first-seen order."""
+        """Every entity in `events`, merged by (type, normalised value), in first-seen order.
+
+        A secret split over two messages ("my PIN is", then "4321") is found too: an
+        event that ends on a secret's cue makes the first 4-6 digit number of the same
+        author's next message that secret."""
         found: dict[tuple[str, str], _Found] = {}
+        cued: dict[str, str] = {}  # author -> the secret type their last message cued
         for event in events:
             hits = self.from_text(event.text)
+            cue = cued.pop(event.author, None)
+            if cue is not None and (bare := _BARE_SECRET.search(event.text)) is not None:
+                hits.append((cue, bare.group(1), False, True))
+            if (ending := _SECRET_CUE.search(event.text)) is not None:
+                cued[event.author] = _CUE_TYPES.get(ending.group(1).casefold(), "access_code")
             for call in event.function_calls:
                 hits += self.from_payload(call.args, call=True)
             for response in event.function_responses:
@@ -249,6 +262,15 @@ class EntityExtractor:
         return entities
 
 
+# A message that ends on a secret's name ("my PIN is", "access code:") cues the next one.
+_SECRET_CUE = re.compile(
+    r"(?i)\b(pin|passcode|password|access code|security code|code)\W{0,3}"
+    r"(?:(?:is|was|=)\W{0,3})?$"
+)
+_CUE_TYPES = {"pin": "pin", "password": "password"}
+_BARE_SECRET = re.compile(r"(?<![\w$.,-])(\d{4,6})(?![\w.,-]\d|\w)")
+
+
 # Word edges for values; a hyphen joins a value to capitals ("A-1001" does not mention
 # "1001"), while a range of numbers still mentions both ends ("19th-24th").
 _BEFORE = r"(?<!\w)(?-i:(?<![A-Z]-))"
@@ -256,8 +278,8 @@ _AFTER = r"(?!\w)(?-i:(?!-[A-Z]))"
 
 
 def mentions(text: str, entity: Entity) -> bool:
-    """Whether `text` mentions `entity` (amounts and calendar dates compared by value,
-    the rest by word)."""
+    """Whether `text` mentions `entity` (amounts, dates and times compared by value, in
+    any written form, the rest by word)."""
     if entity.type == "amount":
         target = normalize("amount", entity.value)
         numbers = re.findall(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?", text)
@@ -265,74 +287,19 @@ def mentions(text: str, entity: Entity) -> bool:
     escaped = re.escape(entity.value.strip())
     if re.search(rf"{_BEFORE}{escaped}{_AFTER}", text, re.IGNORECASE) is not None:
         return True
-    if entity.type == "date":
-        wanted = calendar_date(entity.value)
-        return wanted is not None and any(same_day(wanted, d) for d in calendar_dates(text))
+    if entity.type in MOMENT_TYPES:
+        return same_moment(entity.value, text)
     return False
-
-
-# Calendar dates written two ways: "2024-05-24" and "May 24, 2024" / "May 24" / "24 May".
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_MONTH_DAY = re.compile(
-    rf"\b({_MONTHS})\.? (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}})\b)?", re.IGNORECASE
-)
-_DAY_MONTH = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? ({_MONTHS})\b\.?(?:,? (\d{{4}})\b)?", re.IGNORECASE
-)
-_MONTH_NUMBER = {
-    name: index
-    for index, names in enumerate(
-        [
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-CalendarDate = tuple[int | None, int, int]  # (year or None, month, day)
-
-
-def calendar_dates(text: str) -> list[CalendarDate]:
-    """Every calendar date in `text`, ISO or with a month name."""
-    found: list[CalendarDate] = [(int(y), int(m), int(d)) for y, m, d in _ISO_DATE.findall(text)]
-    for month, day, year in _MONTH_DAY.findall(text):
-        found.append((int(year) if year else None, _MONTH_NUMBER[month.lower()], int(day)))
-    for day, month, year in _DAY_MONTH.findall(text):
-        found.append((int(year) if year else None, _MONTH_NUMBER[month.lower()], int(day)))
-    return found
-
-
-def calendar_date(value: str) -> CalendarDate | None:
-    """`value` as a calendar date, when it is one."""
-    dates = calendar_dates(value)
-    return dates[0] if len(dates) == 1 else None
 
 
 def as_entity(value: str) -> Entity:
     """A bare value as an entity, typed enough for `mentions` to compare it by value
-    (an amount, a calendar date) rather than only by word."""
+    (an amount, a date or a time) rather than only by word."""
     if value.startswith("$"):
         return Entity(type="amount", value=value, event_ids=())
-    if calendar_date(value) is not None:
+    if is_moment(value):
         return Entity(type="date", value=value, event_ids=())
     return Entity(type="", value=value, event_ids=())
-
-
-def same_day(a: CalendarDate, b: CalendarDate) -> bool:
-    """Same month and day, and the same year where both give one ("May 24" is
-    2024-05-24 in a transcript about 2024)."""
-    return a[1:] == b[1:] and (a[0] is None or b[0] is None or a[0] == b[0])
 
 
 def mask_text(text: str, entities: Iterable[Entity]) -> str:

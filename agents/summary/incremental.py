@@ -53,7 +53,8 @@ from agents.quoting import defuse_fences, quoted
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
 from agents.summary.checks.validator import ValidationResult, Validator
-from agents.summary.demands import holds_values
+from agents.summary.demands import crowded, holds_values
+from agents.summary.entities import Entity
 from agents.summary.merge import merge_records, without_items
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord
@@ -201,7 +202,8 @@ class IncrementalSummarizer:
         completed_through: str | None = None,
     ) -> WindowPlan:
         """The windows of `events`: stored ones kept, the rest cut so that a window closes
-        once it holds a value (by the validator's extractors) or reaches the bound."""
+        once it holds a value (by the validator's extractors) or reaches the bound, and
+        sooner once it holds many (`agents.summary.demands.crowded`)."""
         extractor = self.service.extractor
         return plan_windows(
             events,
@@ -210,6 +212,7 @@ class IncrementalSummarizer:
             completed_through=completed_through,
             holds_values=lambda run: holds_values(run, extractor),
             max_invocations=self.max_invocations,
+            crowded=lambda run: crowded(run, extractor),
         )
 
     async def summarize(self, session: Session) -> SummaryResult:
@@ -230,6 +233,15 @@ class IncrementalSummarizer:
                 windows.append(await self._window(session, span, windows, closed_by="digest"))
         windows.sort(key=lambda w: w.span.start_seq)
         return self._merged(session, windows, time.perf_counter() - started, unsummarised)
+
+    def secrets(self, session: Session) -> list[Entity]:
+        """The sensitive values of the whole thread, masked in every window that holds
+        them (`agents.summary.secrets`), whichever window marks them as secret."""
+        return [
+            e
+            for e in self.service.extractor.extract(summarised_events(session.events))
+            if e.sensitive
+        ]
 
     async def _window(
         self,
@@ -254,6 +266,7 @@ class IncrementalSummarizer:
             context=context_text(previous, span),
             goal_support=earlier,
             context_marks=(CONTEXT_MARK,),
+            secrets=self.secrets(session),
         )
         log = result.attempt_log
         window = StoredWindow(
@@ -318,11 +331,20 @@ class IncrementalSummarizer:
         seen = {e.id for e in covered}
         rest = [e for e in summarised_events(session.events) if e.id not in seen]
         records = [HandoffRecord.model_validate(w.record) for w in passed]
-        merged = merge_records(records, covered, extractor=self.service.extractor)
         # What each window's model was shown, together: a value cut from a window's
         # transcript (a long payload's tail) was demanded of no window, so the merged
         # record is not failed for it either.
-        shown = joined([self.service.rendering(events) for events in per_window])
+        secrets = self.secrets(session)
+        shown = joined([self.service.rendering(events, secrets=secrets) for events in per_window])
+
+        def merged_problems(record: HandoffRecord) -> list[Problem]:
+            return self.validator.check(
+                ValidationResult(record=record), covered, rendered=shown, goal_support=rest
+            ).problems
+
+        merged = merge_records(
+            records, covered, extractor=self.service.extractor, check=merged_problems
+        )
         checked = self.validator.check(
             ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
         )

@@ -4,35 +4,47 @@
   Two items of a section are one when they say the same, or state the same values and
   one's content words hold the other's; the fuller one is kept, citing both (up to
   `MAX_SOURCES`).
-- A later decision about the same values supersedes an earlier one. If the earlier one
-  states a value nothing else in the merged record states (the flight that was changed,
-  say), it is kept as a fact saying it was decided earlier and then changed, so the
-  superseding never drops a value.
+- Decisions stay apart unless a later one states that it replaces an earlier one
+  (`agents.summary.supersession`: a change marker next to the earlier decision's value,
+  in the later decision or the events it cites). A shared value alone is no evidence: a
+  refund and a replacement for one order both stand. If a replaced decision states a
+  value nothing else in the merged record states (the flight that was changed, say), it
+  is kept as a fact saying it was decided earlier and then changed, so the superseding
+  never drops a value.
 - An open question is resolved when a later agent turn answers it (the validator's own
   rule, `question_answer`) or a later window records an item with its values. It is
   then no longer open; if its values are stated nowhere else, it is kept as a fact
   saying the user asked, so no value the thread holds is lost.
 - The goal is the latest validated window's goal.
+- With a `check` (the validator over the merged events), the record is checked after
+  every change the merge makes (the duplicates merged, each decision replaced, each
+  question resolved): a change that adds problems is undone, so the merge never turns
+  validated window records into a record that fails where they did not.
 - A user claim stays labelled: an item is a claim if any window labelled it one, or if
   the labelling rule finds it one over the whole thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 
 from agents.events import Event
 from agents.summary.checks.claims import label_user_claims
 from agents.summary.checks.coverage import key_terms, question_answer
 from agents.summary.entities import EntityExtractor
+from agents.summary.problems import Problem
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
+from agents.summary.supersession import replaces, values_of
+
+logger = logging.getLogger(__name__)
 
 ASKED_PREFIX = "Asked, and answered later: "
 SUPERSEDED_PREFIX = "Decided earlier, then changed: "
 
 
-def _values(item: Item, extractor: EntityExtractor) -> frozenset[str]:
-    return frozenset(value.casefold() for _, value, _, _ in extractor.from_text(item.text))
+Check = Callable[[HandoffRecord], Sequence[Problem]]
+"""The validator's problems with a merged record (over the events the merge covers)."""
 
 
 def _sources(first: Item, second: Item) -> list[str]:
@@ -43,8 +55,8 @@ def _sources(first: Item, second: Item) -> list[str]:
 def _same(a: Item, b: Item, extractor: EntityExtractor) -> Item | None:
     """The one item `a` and `b` are, when they are duplicates; else None. Items without
     values are duplicates only when their texts are the same."""
-    values = _values(a, extractor)
-    if values != _values(b, extractor):
+    values = values_of(a, extractor)
+    if values != values_of(b, extractor):
         return None
     terms_a, terms_b = key_terms(a.text), key_terms(b.text)
     if " ".join(a.text.casefold().split()) == " ".join(b.text.casefold().split()):
@@ -78,19 +90,53 @@ def _union(items: Sequence[Item], extractor: EntityExtractor) -> list[Item]:
     return merged
 
 
-def _supersede(
-    decisions: Sequence[Item], extractor: EntityExtractor
-) -> tuple[list[Item], list[Item]]:
-    """Later decisions replace earlier ones about the same values: (kept, superseded)."""
-    kept: list[Item] = []
-    superseded: list[Item] = []
-    for decision in decisions:
-        values = _values(decision, extractor)
-        if values:
-            superseded += [d for d in kept if _values(d, extractor) & values]
-            kept = [d for d in kept if not (_values(d, extractor) & values)]
-        kept.append(decision)
-    return kept, superseded
+class _Checked:
+    """The record being merged, with its problems; `offer` keeps a change that adds none."""
+
+    def __init__(self, record: HandoffRecord, check: Check | None) -> None:
+        self.record = record
+        self.check = check
+        self.problems = len(check(record)) if check is not None else 0
+
+    def offer(self, changed: HandoffRecord, what: str) -> bool:
+        if self.check is None:
+            self.record = changed
+            return True
+        problems = len(self.check(changed))
+        if problems > self.problems:
+            logger.info("merge: %s undone, it adds %d problem(s)", what, problems - self.problems)
+            return False
+        self.record, self.problems = changed, problems
+        return True
+
+
+def _kept_as_fact(
+    record: HandoffRecord, item: Item, prefix: str, extractor: EntityExtractor
+) -> list[Item]:
+    """`record`'s facts, plus `item` prefixed when it states a value `record` does not."""
+    stated = record.all_text().casefold()
+    if all(v in stated for v in values_of(item, extractor)):
+        return list(record.facts)
+    return [*record.facts, item.model_copy(update={"text": prefix + item.text})]
+
+
+def _supersede(merged: _Checked, events: list[Event], extractor: EntityExtractor) -> None:
+    """Drop every decision a later one states it replaces, keeping its unstated values as
+    a fact; each replacement is one checked change."""
+    index = 0
+    while index < len(merged.record.decisions):
+        decisions = merged.record.decisions
+        earlier = decisions[index]
+        if any(replaces(later, earlier, events, extractor) for later in decisions[index + 1 :]):
+            without = merged.record.model_copy(
+                update={"decisions": [*decisions[:index], *decisions[index + 1 :]]}
+            )
+            facts = _kept_as_fact(without, earlier, SUPERSEDED_PREFIX, extractor)
+            if merged.offer(
+                without.model_copy(update={"facts": facts}), f"replacing {earlier.text!r}"
+            ):
+                continue
+        index += 1
 
 
 def _resolved(
@@ -102,9 +148,9 @@ def _resolved(
 ) -> bool:
     if question_answer(question, events, extractor) is not None:
         return True
-    values = _values(question, extractor)
+    values = values_of(question, extractor)
     return bool(values) and any(
-        index > window and values <= _values(item, extractor) for index, item in later_items
+        index > window and values <= values_of(item, extractor) for index, item in later_items
     )
 
 
@@ -113,48 +159,55 @@ def merge_records(
     events: list[Event],
     *,
     extractor: EntityExtractor | None = None,
+    check: Check | None = None,
 ) -> HandoffRecord:
     """One record from the validated window records `records` (in window order), over
-    `events`, the events those windows cover."""
+    `events`, the events those windows cover; with `check`, every change is checked."""
     if not records:
         raise ValueError("merge_records needs at least one record")
     extractor = extractor or EntityExtractor()
+    goal = records[-1].goal
+    merged = _Checked(
+        HandoffRecord(
+            goal=goal,
+            **{section: [i for r in records for i in getattr(r, section)] for section in SECTIONS},
+        ),
+        check,
+    )
+    merged.offer(
+        HandoffRecord(
+            goal=goal,
+            **{
+                section: _union([i for r in records for i in getattr(r, section)], extractor)
+                for section in ("facts", "decisions", "commitments")
+            },
+            open_questions=merged.record.open_questions,
+        ),
+        "merging duplicates",
+    )
+    _supersede(merged, events, extractor)
     answers = [
         (index, item)
         for index, record in enumerate(records)
         for section in ("facts", "decisions", "commitments")
         for item in getattr(record, section)
     ]
-    still_open: list[Item] = []
     asked: list[Item] = []
+    still_open: list[Item] = []
     for index, record in enumerate(records):
         for question in record.open_questions:
             if _resolved(question, index, answers, events, extractor):
                 asked.append(question)
             else:
                 still_open.append(question)
-    facts = _union([i for r in records for i in r.facts], extractor)
-    decisions, superseded = _supersede(
-        _union([i for r in records for i in r.decisions], extractor), extractor
-    )
-    commitments = _union([i for r in records for i in r.commitments], extractor)
-    draft = HandoffRecord(
-        goal=records[-1].goal,
-        facts=facts,
-        decisions=decisions,
-        commitments=commitments,
-        open_questions=_union(still_open, extractor),
-    )
-    stated = draft.all_text().casefold()
-    for prefix, items in ((SUPERSEDED_PREFIX, superseded), (ASKED_PREFIX, asked)):
-        for item in items:
-            if any(v not in stated for v in _values(item, extractor)):
-                kept = item.model_copy(update={"text": prefix + item.text})
-                facts.append(kept)
-                stated += "\n" + kept.text.casefold()
-    merged = draft.model_copy(update={"facts": facts})
-    labelled = label_user_claims(merged, events, extractor=extractor)
-    return _keep_claims(merged, labelled)
+    resolved = merged.record.model_copy(update={"open_questions": _union(still_open, extractor)})
+    for question in asked:
+        resolved = resolved.model_copy(
+            update={"facts": _kept_as_fact(resolved, question, ASKED_PREFIX, extractor)}
+        )
+    merged.offer(resolved, "resolving answered questions")
+    labelled = label_user_claims(merged.record, events, extractor=extractor)
+    return _keep_claims(merged.record, labelled)
 
 
 def without_items(record: HandoffRecord, paths: set[str]) -> HandoffRecord:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from agents.metrics import REGISTRY
 from agents.summary.problems import Problem
-from agents.summary.results import Attempt
+from agents.summary.results import Attempt, Summary, SummaryResult
 
 SUMMARIES_TOTAL = "support_bot_summaries_total"
 SUMMARY_PROBLEMS_TOTAL = "support_bot_summary_problems_total"
@@ -106,3 +106,68 @@ def count_run(run: SummaryRun) -> None:
         FIRST_ATTEMPT_PASS_RATIO, REGISTRY.get(SUMMARIES_TOTAL, outcome=PASSED_FIRST) / total
     )
     REGISTRY.set(FALLBACK_RATIO, REGISTRY.get(SUMMARIES_TOTAL, outcome=FALLBACK) / total)
+
+
+# What a consumer received, per surface: `support_bot_summary_deliveries_total`.
+DELIVERIES_TOTAL = "support_bot_summary_deliveries_total"
+DELIVERED_FALLBACK_RATIO = "support_bot_summary_delivered_fallback_ratio"
+DELIVERED_PARTIAL_RATIO = "support_bot_summary_delivered_partial_ratio"
+REGISTRY.describe(DELIVERIES_TOTAL, "counter", "Summaries consumers received, by surface, outcome")
+REGISTRY.describe(
+    DELIVERED_FALLBACK_RATIO, "gauge", "Share of a surface's summaries that were no summary"
+)
+REGISTRY.describe(
+    DELIVERED_PARTIAL_RATIO, "gauge", "Share of a surface's summaries that had gap windows"
+)
+SURFACES = ("digest", "summary", "handoff")
+VALIDATED = "validated"
+PARTIAL = "partial"
+NONE = "none"
+OUTCOMES = (VALIDATED, PARTIAL, NONE)
+
+
+@dataclass(frozen=True)
+class SummaryDelivery:
+    """One summary a consumer received: where (`surface`), and whether it was whole
+    (`validated`), had gap windows (`partial`) or was no summary at all (`none`)."""
+
+    session_id: str
+    surface: str
+    outcome: str
+    windows: int = 0
+    gaps: int = 0
+
+
+class DeliverySink(Protocol):
+    """Where `SummaryDelivery`s go (storage's `SummaryDeliveryStore` implements it)."""
+
+    async def add(self, delivery: SummaryDelivery) -> object:
+        """Record `delivery`; whatever the sink answers is ignored."""
+        ...
+
+
+def delivery_of(result: SummaryResult, surface: str) -> SummaryDelivery:
+    """What `surface`'s consumer receives of `result`: a `NoSummary` is `none` (a merged
+    record that failed included), a `Summary` with gap windows `partial`."""
+    if surface not in SURFACES:
+        raise ValueError(f"unknown summary surface {surface!r}; known: {', '.join(SURFACES)}")
+    if not isinstance(result, Summary):
+        return SummaryDelivery(result.session_id, surface, NONE)
+    outcome = PARTIAL if result.gaps else VALIDATED
+    return SummaryDelivery(result.session_id, surface, outcome, result.windows, len(result.gaps))
+
+
+async def count_delivery(
+    result: SummaryResult, surface: str, sink: DeliverySink | None = None
+) -> SummaryDelivery:
+    """Count what `surface`'s consumer received of `result` in `/metrics` and, with a
+    `sink`, in storage (`support-bot stats`)."""
+    delivery = delivery_of(result, surface)
+    REGISTRY.inc(DELIVERIES_TOTAL, surface=surface, outcome=delivery.outcome)
+    total = sum(REGISTRY.get(DELIVERIES_TOTAL, surface=surface, outcome=o) for o in OUTCOMES)
+    for ratio, outcome in ((DELIVERED_FALLBACK_RATIO, NONE), (DELIVERED_PARTIAL_RATIO, PARTIAL)):
+        share = REGISTRY.get(DELIVERIES_TOTAL, surface=surface, outcome=outcome) / total
+        REGISTRY.set(ratio, share, surface=surface)
+    if sink is not None:
+        await sink.add(delivery)
+    return delivery

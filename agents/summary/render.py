@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from agents.events import Event
+from agents.summary.entities import EntityExtractor
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.results import WindowGap
+from agents.summary.transcript import RenderOptions, render_transcript
 
 # The reading order of a handoff.
 ORDER = (
@@ -43,6 +47,14 @@ def gaps_text(gaps: Sequence[WindowGap], windows: int, ranges: Sequence[str] = (
     labels (with links, say)."""
     shown = ", ".join(ranges or [gap.label() for gap in gaps])
     return f"{len(gaps)} of {windows} windows unavailable: see {shown}"
+
+
+def status_label(gaps: Sequence[WindowGap], windows: int) -> str:
+    """What a reader may trust of a record: `validated` when every window passed, else
+    `partial: 7 of 9 windows` (the windows a validated record covers, of all)."""
+    if not gaps:
+        return "validated"
+    return f"partial: {windows - len(gaps)} of {windows} windows"
 
 
 def unsummarised_text(tail: WindowGap, shown: str = "") -> str:
@@ -77,4 +89,44 @@ def to_text(
         lines.append(gaps_text(gaps, windows) + " (not summarised; read those events)")
     if unsummarised is not None:
         lines.append(unsummarised_text(unsummarised) + "; read those events")
+    return "\n".join(lines)
+
+
+# The raw events a hand-off carries for what its record does not cover: about 12,000
+# characters in all, shared by the spans, each span keeping its first and latest events.
+UNCOVERED = RenderOptions(token_budget=3000, max_text_chars=2000, max_tool_chars=500)
+MIN_SPAN_TOKENS = 400
+
+
+def span_events(events: Sequence[Event], span: WindowGap) -> list[Event]:
+    """The events of `events` from `span.start_id` to `span.end_id`, in order."""
+    ids = [e.id for e in events]
+    if span.start_id not in ids or span.end_id not in ids:
+        return []
+    return list(events[ids.index(span.start_id) : ids.index(span.end_id) + 1])
+
+
+def uncovered_text(
+    events: Sequence[Event],
+    gaps: Sequence[WindowGap],
+    unsummarised: WindowGap | None,
+    *,
+    options: RenderOptions = UNCOVERED,
+) -> str:
+    """Every event no validated record covers (each gap window, and an `unsummarised`
+    open tail), raw: fenced as data, bounded (`options`' budget shared by the spans),
+    secrets masked over the whole thread, each span headed by its event ids so a reader
+    can find it in the source thread. Empty when the record covers everything."""
+    spans = [(f"Window {gap.label()}, not summarised", gap) for gap in gaps]
+    if unsummarised is not None:
+        spans.append((f"The latest messages, {unsummarised.label()}, not summarised", unsummarised))
+    if not spans:
+        return ""
+    mask = EntityExtractor().extract(events)
+    share = max(MIN_SPAN_TOKENS, options.token_budget // len(spans))
+    each = replace(options, token_budget=share)
+    lines = ["Events the record does not cover, as data (read them; secrets masked):"]
+    for title, span in spans:
+        lines.append(f"{title}:")
+        lines.append(render_transcript(span_events(events, span), each, mask=mask).fenced())
     return "\n".join(lines)

@@ -35,11 +35,18 @@ def problem_line(problem: Problem, where: dict[str, str]) -> str:
 def retry_message(
     rendered: RenderedTranscript, plan: Checklist, problems: list[Problem], context: str = ""
 ) -> str:
-    """The same request with the problems appended.
+    """The same request with the problems appended (at most `MAX_LISTED`, then how many
+    more there are).
 
     The rejected answer is deliberately not shown: measured on the embedded model, a
     small model shown its answer copies it, problems and all, instead of fixing it.
     """
     where = plan.locations()
-    listed = "\n".join(f"- {problem_line(p, where)}" for p in problems[:MAX_LISTED])
+    lines = [f"- {problem_line(p, where)}" for p in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        # Said, not cut silently: the model knows the list goes on, and so does a reader
+        # of the request.
+        cut = len(problems) - MAX_LISTED
+        lines.append(f"- ...and {cut} more problem(s) not listed; fix those above first")
+    listed = "\n".join(lines)
     return f"{first_message(rendered, plan, context)}\n\n{RETRY_HEADER}\n{listed}"

@@ -39,6 +39,7 @@ from agents.summary.metrics import (
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.results import Attempt, NoSummary, Summary, SummaryResult
 from agents.summary.retry import first_message, retry_message
+from agents.summary.secrets import secrets_within, with_secrets
 from agents.summary.transcript import RenderedTranscript, RenderOptions, render_transcript
 
 logger = logging.getLogger(__name__)
@@ -83,13 +84,23 @@ class SummaryService:
         return self.model if isinstance(self.model, str) else self.model.name
 
     def rendering(
-        self, events: list[Event], entities: list[Entity] | None = None
+        self,
+        events: list[Event],
+        entities: list[Entity] | None = None,
+        *,
+        secrets: Sequence[Entity] = (),
     ) -> RenderedTranscript:
         """The transcript of `events` as this service shows it to the model (secrets
-        masked, payloads within `render_options`): what the validator may demand of it."""
+        masked, those of `secrets` too, payloads within `render_options`): what the
+        validator may demand of it."""
         if entities is None:
-            entities = self.extractor.extract(events)
+            entities = self.entities(events, secrets)
         return render_transcript(events, self.render_options, mask=entities)
+
+    def entities(self, events: list[Event], secrets: Sequence[Entity] = ()) -> list[Entity]:
+        """The entities of `events`, every value of `secrets` (the whole thread's, found
+        by `agents.summary.secrets`) among them sensitive."""
+        return with_secrets(self.extractor.extract(events), secrets_within(secrets, events))
 
     async def summarize_session(
         self, session_service: SessionService, *, app_name: str, user_id: str, session_id: str
@@ -114,8 +125,10 @@ class SummaryService:
         context: str = "",
         goal_support: Sequence[Event] = (),
         context_marks: Collection[str] = (),
+        secrets: Sequence[Entity] = (),
     ) -> SummaryResult:
-        """Summarise `events` (ids already assigned) of session `session_id`. `context`
+        """Summarise `events` (ids already assigned) of session `session_id`. `secrets`
+        are the whole thread's sensitive values, masked wherever `events` hold them. `context`
         is quoted text shown before the transcript (what a window needs of the thread's
         earlier events); the record may cite only `events`, and its goal may also draw
         on `goal_support` (the events before a window). `context_marks` are the labels
@@ -124,7 +137,7 @@ class SummaryService:
         if not events:
             return await self._finish_empty(session_id, f"session {session_id} has no events")
         started = time.perf_counter()
-        entities = self.extractor.extract(events)
+        entities = self.entities(events, secrets)
         rendered = self.rendering(events, entities)
         max_tokens = output_budget(rendered.tokens)
         plan = self.aids.plan(events, entities, rendered)

@@ -160,10 +160,13 @@ def _cut(
     open_tail: bool,
     holds_values: HoldsValues | None = None,
     max_invocations: int | None = None,
+    crowded: HoldsValues | None = None,
 ) -> list[WindowSpan]:
     """Cut one uncovered run into windows of at least `interval` invocations, each closing
     once it holds a value (with `holds_values`) or reaches `max_invocations`; the
-    remainder is a window of its own, open when the run is the thread's tail."""
+    remainder is a window of its own, open when the run is the thread's tail. A window
+    `crowded` with values closes at the end of any invocation, before `interval`: a
+    window that fails is a gap, and a smaller one costs fewer values."""
     spans: list[WindowSpan] = []
     current: list[Event] = []
     count = 0
@@ -171,7 +174,9 @@ def _cut(
     for group in invocations(run):
         current += group
         count += 1
-        if count < interval or not _resolved(current):
+        if not _resolved(current):
+            continue
+        if count < interval and (crowded is None or not crowded(current)):
             continue
         valued = holds_values is None or holds_values(current)
         if valued or count >= bound:
@@ -199,13 +204,15 @@ def plan_windows(
     completed_through: str | None = None,
     holds_values: HoldsValues | None = None,
     max_invocations: int | None = None,
+    crowded: HoldsValues | None = None,
 ) -> WindowPlan:
     """Which windows of `events` are stored and valid, and which to summarise.
 
     `completed_through` is the invocation that just finished: later events belong to
     invocations still running and are left out. The tail (events after the last
     complete window) is in `todo` as an open span. Without `holds_values`, every window
-    closes at `interval` invocations (the cut before windows waited for a value).
+    closes at `interval` invocations (the cut before windows waited for a value). With
+    `crowded`, a window that holds many values closes sooner (`_cut`).
     """
     ordered = summarised_events(events)
     if completed_through is not None:
@@ -242,6 +249,7 @@ def plan_windows(
             open_tail=run[-1].seq == tail_start,
             holds_values=holds_values,
             max_invocations=max_invocations,
+            crowded=crowded,
         )
     ]
     return WindowPlan(kept=sorted(kept, key=lambda w: w.span.start_seq), todo=todo)

@@ -12,6 +12,7 @@ from agents.base_agent import BaseAgent
 from agents.context import InvocationContext, ToolContext
 from agents.events import Event, Part, new_invocation_id
 from agents.invocation_log import InvocationLog
+from agents.metrics import count_model_use
 from agents.models.base import ToolDeclaration
 from agents.sessions.service import InMemorySessionService
 from agents.sessions.state import TEMP_PREFIX
@@ -27,11 +28,20 @@ class AgentTool(BaseTool):
     output schema the result is the validated object; otherwise `{"result": text}`. With
     `skip_summarization` the child's answer ends the caller's turn directly.
     `consult_before` describes the replies that need this agent's answer first (see
-    `ToolDeclaration.consult_before`).
+    `ToolDeclaration.consult_before`). The child's model calls, tokens and cost are
+    counted in the metrics under its own name. With an `input_schema` (ADK's `input_schema`), the
+    caller's model is offered that schema's fields instead of one `request` string; the
+    arguments are validated against it (a mismatch goes back to the model as a tool
+    error) and the child's request message is them as JSON.
     """
 
     def __init__(
-        self, agent: BaseAgent, *, skip_summarization: bool = False, consult_before: str = ""
+        self,
+        agent: BaseAgent,
+        *,
+        skip_summarization: bool = False,
+        consult_before: str = "",
+        input_schema: type[BaseModel] | None = None,
     ) -> None:
         if agent.parent is not None:
             raise ValueError(f"agent {agent.name!r} is in a tree; give AgentTool its own instance")
@@ -40,30 +50,48 @@ class AgentTool(BaseTool):
         self.description = agent.description
         self.skip_summarization = skip_summarization
         self.consult_before = consult_before
+        self.input_schema = input_schema
 
     def declaration(self) -> ToolDeclaration:
+        parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "request": {
+                    "type": "string",
+                    "description": "Everything the agent needs: it cannot see the chat.",
+                }
+            },
+            "required": ["request"],
+        }
+        if self.input_schema is not None:
+            parameters = self.input_schema.model_json_schema()
         return ToolDeclaration(
             name=self.name,
             description=self.description,
             consult_before=self.consult_before,
-            parameters={
-                "type": "object",
-                "properties": {
-                    "request": {
-                        "type": "string",
-                        "description": "Everything the agent needs: it cannot see the chat.",
-                    }
-                },
-                "required": ["request"],
-            },
+            parameters=parameters,
         )
+
+    def request_text(self, args: dict[str, Any]) -> str:
+        """The child's one request message from the caller's `args` (validated against
+        `input_schema` when there is one); a `ToolError` the model can fix otherwise."""
+        if self.input_schema is not None:
+            try:
+                value = self.input_schema.model_validate(args)
+            except ValidationError as exc:
+                raise ToolError(
+                    f"{self.name} arguments do not match its input schema: {exc}"
+                ) from exc
+            return json.dumps(value.model_dump(mode="json"), ensure_ascii=False)
+        request = args.get("request")
+        if not isinstance(request, str) or not request.strip():
+            raise ToolError(f"{self.name} needs a non-empty 'request' string")
+        return request
 
     async def run(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         from agents.invocation import record_event, run_and_persist
 
-        request = args.get("request")
-        if not isinstance(request, str) or not request.strip():
-            raise ToolError(f"{self.name} needs a non-empty 'request' string")
+        request = self.request_text(args)
         caller: InvocationContext = tool_context.invocation_context
         service = InMemorySessionService()
         state = caller.state_view().to_dict()
@@ -100,6 +128,10 @@ class AgentTool(BaseTool):
         outcome = "raised"
         try:
             async for event in run_and_persist(self.agent, ctx):
+                if event.usage is not None:
+                    # The child's events never reach the caller's runner: its calls,
+                    # tokens and cost are counted here, under the child's name.
+                    count_model_use(event.author, event.usage)
                 for key, value in event.actions.state_delta.items():
                     if not key.startswith(TEMP_PREFIX):
                         tool_context.state[key] = value

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
+from agents.errors import AgentTreeError
 from agents.events import Event
+from agents.llm.agent import LlmAgent
 
 _DONE = object()
 
@@ -17,10 +20,23 @@ class ParallelAgent(BaseAgent):
     """Runs all children at once.
 
     Each child runs on branch `<branch>.<child>` and so does not see its siblings'
-    events; all share session state (last writer wins, so give each its own key). A
-    child waits until its event has been persisted before it goes on, so its next step
-    sees its own history.
+    events; all share session state. Two children that store their answers under the
+    same `output_key` would race (the last writer winning in silence), so building such
+    a tree raises `AgentTreeError` naming the key. A child waits until its event has
+    been persisted before it goes on, so its next step sees its own history.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        writers: dict[str, tuple[str, str]] = {}  # key -> (branch child, writing agent)
+        for child in self.sub_agents:
+            for key, agent in _output_keys(child):
+                branch, other = writers.setdefault(key, (child.name, agent))
+                if branch != child.name:
+                    raise AgentTreeError(
+                        f"parallel agent {self.name!r}: {other!r} and {agent!r} both write "
+                        f"output_key {key!r}; concurrent branches need their own keys"
+                    )
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         queue: asyncio.Queue[tuple[object, asyncio.Future[None] | None]] = asyncio.Queue()
@@ -57,3 +73,10 @@ class ParallelAgent(BaseAgent):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _output_keys(agent: BaseAgent) -> list[tuple[str, str]]:
+    """`(output_key, agent name)` of every LLM agent in `agent`'s subtree that has one."""
+    return [
+        (a.output_key, a.name) for a in agent.walk() if isinstance(a, LlmAgent) and a.output_key
+    ]

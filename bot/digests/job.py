@@ -31,6 +31,7 @@ from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
 from agents.summary import NoSummary, Summary
 from agents.summary.incremental import NO_VALUES
+from agents.summary.metrics import count_delivery
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.results import WindowGap
 from agents.summary.windows import summarised_events
@@ -200,6 +201,7 @@ class DigestJob:
             return await self._publish(thread, stored, session.events, resume=True)
         previous = await self.db.digests.latest_for_session(session.id)
         result = await self.summarizer.summarize(session)
+        await count_delivery(result, "digest", self.db.summary_deliveries)
         await self._renew(thread)
         add = functools.partial(
             self.db.digests.add,

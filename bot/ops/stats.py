@@ -44,6 +44,7 @@ def stats_rows(stats: Stats) -> list[Row]:
         ("summary first-attempt pass rate", _rate(summaries, "first_attempt_pass_rate", count)),
         ("summary fallback rate", _rate(summaries, "fallback_rate", count)),
         ("cost per summary", f"${float(summaries.get('cost_per_summary', 0.0)):.6f}"),
+        *_delivery_rows(stats.deliveries),
         ("digests stored", str(stats.digests_stored)),
         ("digests posted", str(stats.digests_posted)),
         (
@@ -66,6 +67,22 @@ def _feedback_rows(clicks: Mapping[tuple[str, str], int]) -> list[Row]:
         )
         for agent in agents
     ]
+
+
+def _delivery_rows(deliveries: Mapping[str, Mapping[str, int]]) -> list[Row]:
+    """Per surface: how many summaries consumers received, and the shares that were no
+    summary (fallback) and partial (a record with gap windows)."""
+    rows = []
+    for surface, outcomes in sorted(deliveries.items()):
+        total = sum(outcomes.values())
+        fallback, partial = outcomes.get("none", 0) / total, outcomes.get("partial", 0) / total
+        rows.append(
+            (
+                f"summaries delivered [{surface}]",
+                f"{total}, fallback {fallback:.1%}, partial {partial:.1%}",
+            )
+        )
+    return rows
 
 
 def _rate(summaries: Mapping[str, Any], key: str, count: int) -> str:

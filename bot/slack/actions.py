@@ -119,9 +119,17 @@ class ThreadActions:
             return None
         return record, session
 
-    async def _summary(self, ref: ThreadRef, session: Session) -> tuple[ThreadSummary, ThreadLinks]:
+    async def _summary(
+        self, ref: ThreadRef, session: Session, surface: str
+    ) -> tuple[ThreadSummary, ThreadLinks]:
         links = await thread_links(self.services.client, ref.channel, ref.thread_ts)
-        return await summarize_session(self.services.summarizer, session), links
+        summary = await summarize_session(
+            self.services.summarizer,
+            session,
+            surface=surface,
+            deliveries=self.services.db.summary_deliveries,
+        )
+        return summary, links
 
     async def summarize(
         self, *, team_id: str, user: str, ref: ThreadRef, public: bool, reply: Reply
@@ -131,7 +139,7 @@ class ThreadActions:
         if loaded is None:
             return
         _, session = loaded
-        summary, links = await self._summary(ref, session)
+        summary, links = await self._summary(ref, session, "summary")
         text, blocks = summary_message(summary, links=links)
         if public and summary.ok:
             await post_paged(
@@ -172,7 +180,7 @@ class ThreadActions:
             await reply(NOT_A_PERSON, None)
             return
         record, session = loaded
-        summary, links = await self._summary(ref, session)
+        summary, links = await self._summary(ref, session, "handoff")
         try:
             if person is not None:
                 await self._to_person(record.key, user, person, note, summary, links)

@@ -146,7 +146,7 @@ class TerminalChat:
         loaded = await self._session()
         if loaded is None:
             return
-        self.say(_summary_text(await self._summarize(loaded)))
+        self.say(_summary_text(await self._summarize(loaded, "summary")))
 
     async def handoff(self, target: str) -> None:
         agents = handoff_agents(self.ctx.runner.agent)
@@ -160,7 +160,7 @@ class TerminalChat:
         if loaded is None:
             return
         assert self.record is not None
-        summary = await self._summarize(loaded)
+        summary = await self._summarize(loaded, "handoff")
         key = self.record.key
         if target in agents:
             # A failed summary hands off the thread's own messages, never an empty start.
@@ -236,8 +236,10 @@ class TerminalChat:
             return None
         return session
 
-    async def _summarize(self, session: Session) -> ThreadSummary:
-        return await summarize_session(self.ctx.summarizer, session)
+    async def _summarize(self, session: Session, surface: str) -> ThreadSummary:
+        return await summarize_session(
+            self.ctx.summarizer, session, surface=surface, deliveries=self.ctx.db.summary_deliveries
+        )
 
 
 def _summary_text(summary: ThreadSummary) -> str:

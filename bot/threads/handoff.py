@@ -6,7 +6,9 @@ resume rule would let answer the next message (never a step inside a workflow, s
 as `diagnose`). The new session starts from one hand-off record, authored `handoff`
 (never the target's name): the validated summary, or, when the summary failed, the
 source thread's own messages fenced as data and bounded; always with a pointer back to
-the source session and thread, and any note quoted.
+the source session and thread, and any note quoted. A partial record (gap windows, an
+unsummarised open tail) comes with the raw events of every span it does not cover, so
+no word of the thread is lost to the new session.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from agents.quoting import quoted
 from agents.runner import find_agent_to_run
 from agents.sessions.session import Session
 from agents.summary.entities import EntityExtractor
+from agents.summary.render import uncovered_text
 from agents.summary.transcript import RenderOptions, render_transcript
+from agents.summary.windows import summarised_events
 from bot.threads.summaries import ThreadSummary
 from storage.database import Database
 from storage.threads import ThreadRecord
@@ -56,6 +60,11 @@ def handoff_text(summary: ThreadSummary, *, thread_link: str | None, note: str) 
     lines = [f"Handed off from session {session.id}{where}."]
     if summary.ok:
         lines.append(summary.plain)
+        uncovered = uncovered_text(
+            summarised_events(session.events), summary.gaps, summary.unsummarised
+        )
+        if uncovered:
+            lines.append(uncovered)
     else:
         lines.append(
             "No validated summary is available, so this is the source thread itself, "

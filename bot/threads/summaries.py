@@ -16,6 +16,7 @@ from typing import Protocol
 
 from agents.sessions.session import Session
 from agents.summary import SummaryResult
+from agents.summary.metrics import DeliverySink, count_delivery
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_text
 from agents.summary.results import WindowGap
@@ -58,9 +59,17 @@ class ThreadSummary:
         return self.record is not None
 
 
-async def summarize_session(summarizer: Summarizer, session: Session) -> ThreadSummary:
-    """Run `summarizer` on `session`: the validated record, or why there is none."""
+async def summarize_session(
+    summarizer: Summarizer,
+    session: Session,
+    *,
+    surface: str,
+    deliveries: DeliverySink | None = None,
+) -> ThreadSummary:
+    """Run `summarizer` on `session`: the validated record, or why there is none. What
+    `surface` (`summary` or `handoff`) receives is counted, and stored in `deliveries`."""
     result = await summarizer.summarize(session)
+    await count_delivery(result, surface, deliveries)
     record = getattr(result, "record", None)
     if isinstance(record, HandoffRecord):
         gaps = tuple(getattr(result, "gaps", ()))

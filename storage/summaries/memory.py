@@ -49,7 +49,9 @@ class MemoryStore:
         event_ids: Sequence[str],
         created_at: float | None = None,
     ) -> int:
-        """Store one item; returns its id."""
+        """Store one item; returns its id. An item the session already stored (same
+        user, kind and text: a re-digest of the thread) is not stored again; its id is
+        returned."""
         if kind not in MEMORY_KINDS:
             raise ValueError(f"unknown memory kind {kind!r}")
         values = {
@@ -61,7 +63,17 @@ class MemoryStore:
             "created_at": time.time() if created_at is None else created_at,
         }
 
+        same = sa.select(memory.c.id).where(
+            memory.c.user_id == user_id,
+            memory.c.session_id == session_id,
+            memory.c.kind == kind,
+            memory.c.text == text,
+        )
+
         async def tx(conn: AsyncConnection) -> int:
+            stored = await conn.scalar(same.limit(1))
+            if stored is not None:
+                return int(stored)
             result = await conn.execute(sa.insert(memory).values(values).returning(memory.c.id))
             return int(result.scalar_one())
 

@@ -111,3 +111,33 @@ async def test_agent_tool_child_request_is_clipped_like_the_callers_messages() -
     assert len(child_message.text) < 1200
     assert child_message.text.startswith("May we refund this?")
     assert "message clipped for the model" in child_message.text
+
+
+class RefundQuestion(BaseModel):
+    order_id: str
+    amount: float
+
+
+async def test_agent_tool_input_schema_is_offered_validated_and_sent_as_json() -> None:
+    checker = LlmAgent(name="policy_checker", description="Policy.")
+    root = LlmAgent(name="root", tools=[AgentTool(checker, input_schema=RefundQuestion)])
+    model = ScriptedModel(
+        [
+            call("policy_checker", order_id="A-1001"),  # no amount: a tool error
+            call("policy_checker", order_id="A-1001", amount=12.5),
+            "ALLOWED: refunds under $50.",
+            "Yes, the refund is allowed.",
+        ]
+    )
+    turn = await Conversation(root, model).send("refund $12.50 on A-1001?")
+    [offered] = [t for t in model.requests[0].tools if t.name == "policy_checker"]
+    assert offered.parameters == RefundQuestion.model_json_schema()
+    error = turn[1][1]
+    assert error[0] == "response" and "do not match its input schema" in error[2]["error"]
+    assert turn[3] == (
+        "root",
+        ("response", "policy_checker", {"result": "ALLOWED: refunds under $50."}),
+    )
+    [child_message] = model.requests[2].contents
+    assert child_message.text == '{"order_id": "A-1001", "amount": 12.5}'
+    assert turn[-1] == ("root", "Yes, the refund is allowed.")

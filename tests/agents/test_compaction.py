@@ -250,3 +250,26 @@ async def test_compaction_llm_summarizer_records_usage_and_uses_template() -> No
     assert prompt.startswith("Sum up:\n[e1] user: message 1")
     with pytest.raises(ValueError, match="conversation_history"):
         LlmEventSummarizer(summary_model, prompt_template="no placeholder")
+
+
+@pytest.mark.parametrize(
+    ("interval", "overlap", "message"),
+    [
+        (0, 0, "compaction_interval must be at least 1, not 0"),
+        (3, -1, "overlap_size must be at least 0 and below compaction_interval \\(3\\), not -1"),
+        (3, 3, "overlap_size must be at least 0 and below compaction_interval \\(3\\), not 3"),
+    ],
+)
+def test_compaction_config_rejects_an_interval_or_overlap_out_of_bounds(
+    interval: int, overlap: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        EventsCompactionConfig(
+            summarizer=RecordingSummarizer(), compaction_interval=interval, overlap_size=overlap
+        )
+    assert (
+        EventsCompactionConfig(
+            summarizer=RecordingSummarizer(), compaction_interval=1, overlap_size=0
+        ).compaction_interval
+        == 1
+    )

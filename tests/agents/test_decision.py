@@ -162,6 +162,32 @@ async def test_a_tool_choice_writes_its_arguments_then_decides_again() -> None:
     model.assert_complete()
 
 
+async def test_every_decide_first_call_and_the_agent_tool_childs_are_counted() -> None:
+    model = ScriptedModel(
+        [
+            choose("policy_checker"),
+            json_text({"request": "Is a refund of a duplicate charge allowed?"}),
+            "ALLOWED: duplicate charges are refunded.",  # policy_checker, as an AgentTool
+            choose("support_supervisor"),
+            "Yes: the duplicate 49.00 USD charge will be refunded.",
+        ],
+        decide_first=True,
+    )
+    await Conversation(support_tree(), model).send("Refund my duplicate charge?")
+    calls = {
+        agent: REGISTRY.get("support_bot_model_calls_total", agent=agent)
+        for agent in ("support_supervisor", "policy_checker")
+    }
+    # Two steps of two calls each (decide, then act), and the child's one call.
+    assert calls == {"support_supervisor": 4, "policy_checker": 1}
+    assert sum(calls.values()) == len(model.requests)
+    child = model.requests[2]
+    assert child.agent_name == "policy_checker"
+    shown = sum(len(c.text) for c in child.contents) + len(child.system_instruction)
+    prompt = REGISTRY.get("support_bot_model_tokens_total", agent="policy_checker", kind="prompt")
+    assert prompt == shown // 4  # the scripted model's count for the child's one request
+
+
 async def test_pretend_transfer_becomes_the_real_transfer() -> None:
     model = ScriptedModel(
         [choose("support_supervisor"), PRETEND_TRANSFER, "Run the repair tool."],

@@ -32,6 +32,23 @@ async def test_instructions_missing_key_ends_invocation_with_clear_event() -> No
     assert "account_tier" in (events[-1].error_message or "")
 
 
+async def test_the_shipped_billing_agent_reads_an_optional_account_tier_or_none() -> None:
+    """`{account_tier?}` in the shipped tree: filled when state has it, empty (never an
+    error) when it does not."""
+    from agents.tree import build_support_tree
+
+    for state, expected in (
+        ({"account_tier": "pro"}, "for a pro customer"),
+        ({}, "for a  customer"),
+    ):
+        model = ScriptedModel([transfer("billing_agent"), "Which charge?"])
+        conversation = Conversation(build_support_tree(model=model), model, state=state)
+        turn = await conversation.send("I was charged twice")
+        assert turn[-1] == ("billing_agent", "Which charge?")
+        billing = [r for r in model.requests if r.agent_name == "billing_agent"][-1]
+        assert expected in billing.system_instruction
+
+
 async def test_output_key_stores_own_final_text_only() -> None:
     billing = LlmAgent(name="billing_agent", description="Billing.")
     root = LlmAgent(name="root", output_key="root_answer", sub_agents=[billing])

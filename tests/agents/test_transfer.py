@@ -167,3 +167,33 @@ async def test_transfer_ping_pong_stops_at_model_call_cap() -> None:
     # The next message still works: nothing crashed, the session is intact.
     model.add("back to normal")
     assert (await conversation.send("hello"))[-1][1] == "back to normal"
+
+
+def test_a_pending_function_call_goes_back_to_the_agent_that_made_it() -> None:
+    from agents.events import Event, FunctionCall, FunctionResponse, Part
+    from agents.runner import find_agent_to_run
+    from agents.sessions.session import Session
+
+    # billing_agent never keeps the conversation by the transfer rule (no transfer to its
+    # parent), and diagnose is a workflow step: only a pending call brings either back.
+    billing = LlmAgent(name="billing_agent", disallow_transfer_to_parent=True)
+    diagnose = LlmAgent(name="diagnose")
+    root = LlmAgent(
+        name="root", sub_agents=[billing, SequentialAgent(name="fix", sub_agents=[diagnose])]
+    )
+    for caller in ("billing_agent", "diagnose"):
+        approval = FunctionCall(id=f"c-{caller}", name="ask_approval", args={})
+        events = [
+            Event(id="e1", author="user", parts=(Part(text="refund A-1001"),)),
+            Event(id="e2", author=caller, parts=(Part(function_call=approval),)),
+            Event(id="e3", author="user", parts=(Part(text="approved"),)),
+        ]
+        session = Session(id="s", app_name="a", user_id="u", events=events)
+        assert find_agent_to_run(session, root).name == caller
+        answer = FunctionResponse(id=approval.id, name="ask_approval", response={"ok": True})
+        answered = [
+            *events[:2],
+            Event(id="e3", author=caller, parts=(Part(function_response=answer),)),
+        ]
+        session = Session(id="s", app_name="a", user_id="u", events=answered)
+        assert find_agent_to_run(session, root).name == "root"  # answered: the usual rule

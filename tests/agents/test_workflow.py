@@ -90,3 +90,61 @@ async def test_loop_escalation_in_a_later_round_counts_the_rounds() -> None:
     events = await Conversation(loop, model).send_events("review")
     assert events[-1].author == "refine"
     assert events[-1].actions.loop_exit == LoopExit(reason="escalated", iterations=2)
+
+
+async def test_a_step_without_history_starts_at_the_step_before_it_not_the_users_message() -> None:
+    diagnose = LlmAgent(name="diagnose", output_key="diagnosis")
+    fix_writer = LlmAgent(
+        name="fix_writer", instruction="Fix for: {diagnosis}", include_contents="none"
+    )
+    pipeline = SequentialAgent(name="fix", sub_agents=[diagnose, fix_writer])
+    model = ScriptedModel(["A stale cache.", "Clear the cache."])
+    conversation = Conversation(pipeline, model)
+    await conversation.send("the app shows old prices")
+    model.add("The token expired.", "Log in again.")
+    turn = await conversation.send("now it logs me out")
+    assert turn == [("diagnose", "The token expired."), ("fix_writer", "Log in again.")]
+    fix_request = model.requests[-1]
+    assert fix_request.system_instruction.startswith("Fix for: The token expired.")
+    # Only the current turn, from the step before it: no earlier turn, no user message.
+    assert len(fix_request.contents) == 1
+    assert "The token expired." in fix_request.contents[0].text
+    assert "now it logs me out" not in fix_request.contents[0].text
+
+
+async def test_an_agent_without_history_transferred_to_starts_at_the_users_message() -> None:
+    from agents.models.scripted import transfer
+
+    billing = LlmAgent(name="billing_agent", include_contents="none")
+    root = LlmAgent(name="root", sub_agents=[billing])
+    model = ScriptedModel(["Hello!", transfer("billing_agent"), "Which charge?"])
+    conversation = Conversation(root, model)
+    await conversation.send("hi")
+    await conversation.send("I was charged twice")
+    texts = [c.text for c in model.requests[-1].contents]
+    assert texts[0] == "I was charged twice" and "hi" not in texts
+
+
+def test_two_parallel_branches_writing_one_output_key_are_refused_at_build() -> None:
+    import pytest
+
+    from agents.errors import AgentTreeError
+
+    with pytest.raises(
+        AgentTreeError, match="'research_a' and 'checker' both write output_key 'a'"
+    ):
+        ParallelAgent(
+            name="fanout",
+            sub_agents=[
+                LlmAgent(name="research_a", output_key="a"),
+                SequentialAgent(
+                    name="check", sub_agents=[LlmAgent(name="checker", output_key="a")]
+                ),
+            ],
+        )
+    # One branch writing a key twice, in sequence, is no race.
+    steps = SequentialAgent(
+        name="steps",
+        sub_agents=[LlmAgent(name="draft", output_key="a"), LlmAgent(name="edit", output_key="a")],
+    )
+    assert ParallelAgent(name="ok", sub_agents=[steps, LlmAgent(name="other", output_key="b")])

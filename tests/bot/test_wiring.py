@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from agents.summary.aids.policy import SmallModelAids
 from agents.summary.checks.validator import Validator
 from agents.summary.service import SummaryService
@@ -146,3 +149,19 @@ async def test_the_bot_shares_one_slot_count_between_replies_compaction_and_wind
     finally:
         await slack.close()
         await db.close()
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"compaction_interval": 0, "compaction_overlap": 0}, "greater than or equal to 1"),
+        ({"compaction_overlap": -1}, "greater than or equal to 0"),
+        ({"compaction_interval": 2, "compaction_overlap": 2}, r"COMPACTION_OVERLAP \(2\) must"),
+        ({"compaction_interval": 1}, r"COMPACTION_OVERLAP \(1\) must be below COMPACTION_INTERVAL"),
+    ],
+)
+def test_settings_reject_a_compaction_interval_or_overlap_out_of_bounds(
+    values: dict[str, int], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(_env_file=None, **values)  # type: ignore[arg-type,call-arg]

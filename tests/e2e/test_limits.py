@@ -239,6 +239,7 @@ async def test_limits_compactions_wait_for_the_shared_slot_count(
         support_tree(model),
         compaction_model=compaction,
         compaction_interval=1,
+        compaction_overlap=0,
         max_concurrent_invocations=2,
     )
     for n in range(users):

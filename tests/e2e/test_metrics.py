@@ -100,5 +100,7 @@ async def test_metrics_report_a_slack_session(
     assert got['support_bot_summaries_total{outcome="passed_first_attempt"}'] == 1
     assert got["support_bot_summary_first_attempt_pass_ratio"] == 1.0
     assert got["support_bot_summary_fallback_ratio"] == 0.0
+    assert got['support_bot_summary_deliveries_total{outcome="validated",surface="digest"}'] == 1
+    assert got['support_bot_summary_delivered_fallback_ratio{surface="digest"}'] == 0.0
     assert got["support_bot_digests_posted_total"] == 1
     assert sum(v for k, v in got.items() if "duplicate_deliveries" in k) == 1

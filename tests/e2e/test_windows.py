@@ -380,3 +380,44 @@ async def test_a_waiting_reply_goes_before_a_queued_window_summary(
     session = await _session(bot)
     [window] = await database.windows.windows(session.id)
     assert window.status == "passed"
+
+
+async def test_hand_offs_from_a_record_with_a_gap_carry_or_link_every_word(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path
+) -> None:
+    summaries = TranscriptSummarizer(fail=("A-1012",))  # turn 12: the third window
+    settings = _settings(tmp_path, slack, summary_mode="incremental")
+    bot = await _bot(slack, start_bot, settings, summaries, database)
+    session = await _converse(bot, slack)
+    gap = next(w for w in await database.windows.windows(session.id) if w.status == "gap")
+    link = f"https://fake.slack.com/archives/C1/p{ROOT.replace('.', '')}"
+    links = ThreadLinks("C1", ROOT, link)
+    by_id = {e.id: e for e in session.events}
+
+    # To a person: the record, with the gap linked to its raw messages.
+    # A colleague in the channel asks (U1 spent its message rate on the twenty turns).
+    slack.members.setdefault("C1", ["U1"]).append("U7")
+    await bot.send_command("/handoff", f"{link} <@U2|bob> please take over", user="U7")
+    await bot.idle()
+    [to_person] = [
+        c
+        for c in slack.calls_to("chat.postMessage")
+        if c.get("channel") == "C1" and "handed this thread off" in c.get("text", "")
+    ]
+    blocks = json.dumps(to_person["blocks"], ensure_ascii=False)
+    assert f"<{links.link_for(by_id[gap.span.start_id])}|{gap.span.start_id}>" in blocks
+    assert "partial: 3 of 4 windows" in blocks
+
+    # To an agent: the merged record, then the gap's own events, raw and fenced.
+    await bot.send_command("/handoff", f"{link} billing_agent", user="U7")
+    await bot.idle()
+    key = ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=ROOT)
+    thread = await database.threads.get(key)
+    assert thread.owner_agent == "billing_agent"
+    fresh = await database.sessions.get_session(
+        app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+    )
+    seed = fresh.events[0].text
+    assert f"Window {gap.span.start_id}–{gap.span.end_id}, not summarised:" in seed
+    assert _message(12) in seed  # the gap's words, A-1012 among them
+    assert "A-1019" in seed.split("Events the record does not cover")[0]  # the record's

@@ -121,3 +121,22 @@ async def test_summary_run_totals(db: Database) -> None:
     assert totals["fallback_rate"] == 0.25
     assert totals["cost_per_summary"] == pytest.approx(0.02)
     assert totals["total_cost"] == pytest.approx(0.08)
+
+
+async def test_stats_count_each_model_call_an_answer_stands_for(db: Database) -> None:
+    from agents.events import Event, Part, Usage
+
+    session = await db.sessions.create_session(app_name="support", user_id="u1")
+    await db.sessions.append_event(session, Event(author="user", parts=(Part(text="refund?"),)))
+    # A decide-first step: decide, then act, in one answer.
+    decided = Usage(prompt_tokens=30, completion_tokens=5, calls=2)
+    await db.sessions.append_event(
+        session, Event(author="billing_agent", parts=(Part(text="Which charge?"),), usage=decided)
+    )
+    plain = Usage(prompt_tokens=10, completion_tokens=2)  # one call, not counted apart
+    await db.sessions.append_event(
+        session, Event(author="billing_agent", parts=(Part(text="Done."),), usage=plain)
+    )
+    stats = await db.stats.collect()
+    usage = stats.usage["billing_agent"]
+    assert (usage.calls, usage.prompt_tokens, usage.completion_tokens) == (3, 40, 7)

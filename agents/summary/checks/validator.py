@@ -31,7 +31,7 @@ from agents.summary.checks.coverage import (
 from agents.summary.checks.goal import goal_problems
 from agents.summary.entities import Entity, EntityExtractor, mentions
 from agents.summary.problems import Problem, ProblemKind
-from agents.summary.record import MAX_SOURCES, HandoffRecord, Item
+from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
 
 SEED_IDS = re.compile(r"\b[A-Z]{1,3}-\d{3,}\b|\$\d+(?:\.\d{2})?")
@@ -184,6 +184,12 @@ class Validator:
                 f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}"
                 for e in error.errors()[:5]
             )
+            return failed(ProblemKind.MALFORMED, f"output does not match the schema ({where})")
+        missing = [f for f in SECTIONS if f not in data]
+        if missing:
+            # The schema requires every list (empty is a good answer): a missing one is
+            # not read as empty, since the model may have stopped or skipped it.
+            where = "; ".join(f"{f}: Field required" for f in missing)
             return failed(ProblemKind.MALFORMED, f"output does not match the schema ({where})")
         return ValidationResult(record, problems, looped=looped)
 

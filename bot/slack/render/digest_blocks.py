@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from agents.events import Event
 from agents.summary.record import HandoffRecord
+from agents.summary.render import status_label
 from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import Block, context, section, sections
@@ -57,7 +58,10 @@ def digest_message(
         blocks.append(context(marked))
     agents = ", ".join(f"`{a}`" for a in owners) or "none"
     blocks.append(
-        context(f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), validated")
+        context(
+            f"Owned by {agents} · summary cost ${cost:.4f} · {attempts} attempt(s), "
+            f"{status_label(gaps, windows)}"
+        )
     )
     fallback = f"{title}: {escape(record.goal)}"
     return fallback, blocks

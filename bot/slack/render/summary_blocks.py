@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from agents.events import Event, event_seq
 from agents.summary.record import HandoffRecord, Item
-from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text, unsummarised_text
+from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text, status_label, unsummarised_text
 from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import Block, context, section, sections
@@ -118,7 +118,9 @@ def summary_blocks(
     if unsummarised is not None:
         blocks.append(unsummarised_block(unsummarised, events=events, link_for=link_for))
     if links is not None:
-        blocks.append(context(f"Validated summary of <{links.thread_link}|this thread>"))
+        thread = f"<{links.thread_link}|this thread>"
+        line = f"Summary of {thread}, {status_label(gaps, windows)}" if gaps else None
+        blocks.append(context(line or f"Validated summary of {thread}"))
     return blocks
 
 

@@ -227,29 +227,29 @@ async def test_a_thread_where_no_window_passed_has_no_summary() -> None:
 async def test_an_item_only_the_whole_thread_shows_is_wrong_is_dropped_never_rewritten() -> None:
     summarizer, session, _, _ = await live(
         [
-            ("My PIN is 4321, for account A-1001.", "Thanks, noted for A-1001."),
             ("Unlock account A-1001 with 4321.", "Unlocking account A-1001 now."),
+            ("My PIN is 4321, for account A-1001.", "Thanks, noted for A-1001."),
         ],
         [
-            answer(
-                "Unlock an account",
-                facts=[item("The user gave a PIN for account A-1001", "e1")],
-            ),
-            # Window 2 alone cannot know 4321 is the PIN window 1 masked.
+            # Window 1 was summarised before any event said 4321 is a PIN.
             answer(
                 "Unlock account A-1001",
                 facts=[
-                    item("The user gave 4321 to unlock", "e3"),
-                    item("Account A-1001 is being unlocked", "e3", "e4"),
+                    item("The user gave 4321 to unlock", "e1"),
+                    item("Account A-1001 is being unlocked", "e1", "e2"),
                 ],
+            ),
+            answer(
+                "Unlock an account",
+                facts=[item("The user gave a PIN for account A-1001", "e3")],
             ),
         ],
     )
     result = await summarizer.summarize(session)
     assert isinstance(result, Summary), result
     assert [f.text for f in result.record.facts] == [
-        "The user gave a PIN for account A-1001",
         "Account A-1001 is being unlocked",
+        "The user gave a PIN for account A-1001",
     ]
     assert "4321" not in result.record.all_text()
 
@@ -436,3 +436,32 @@ async def test_the_merged_record_demands_only_values_a_window_was_shown() -> Non
     assert (result.windows, result.gaps) == (1, ())
     assert "A-1029" not in result.record.all_text()
     model.assert_complete()
+
+
+async def test_a_refund_and_a_replacement_for_one_order_both_stand_after_the_merge() -> None:
+    summarizer, session, _, _ = await live(
+        [
+            (
+                "Order A-1001 arrived broken. Please refund it.",
+                "Refund of $25.00 for A-1001 issued.",
+            ),
+            ("Also send a replacement for A-1001.", "A replacement for A-1001 ships tomorrow."),
+        ],
+        [
+            answer(
+                "Sort out broken order A-1001",
+                decisions=[item("Refund of $25.00 for A-1001 issued", "e2")],
+            ),
+            answer(
+                "Sort out broken order A-1001",
+                decisions=[item("A replacement for A-1001 ships tomorrow", "e3", "e4")],
+            ),
+        ],
+    )
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert [d.text for d in result.record.decisions] == [
+        "Refund of $25.00 for A-1001 issued",
+        "A replacement for A-1001 ships tomorrow",
+    ]
+    assert not any(f.text.startswith("Decided earlier") for f in result.record.facts)

@@ -7,6 +7,7 @@ import pytest
 
 from agents.events import Event, Part
 from agents.summary.merge import ASKED_PREFIX, merge_records
+from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord, Item
 
 
@@ -47,7 +48,7 @@ def test_union_keeps_every_item_and_merges_duplicates_by_value() -> None:
     assert merged.goal == "Refund A-1001 as store credit"  # the latest window's
 
 
-def test_a_later_decision_supersedes_an_earlier_one_about_the_same_values() -> None:
+def test_a_later_decision_that_says_it_replaces_an_earlier_one_supersedes_it() -> None:
     merged = merge_records(
         [
             record("Refund", decisions=[Item(text="Refund A-1001 by card", sources=["e2"])]),
@@ -59,6 +60,7 @@ def test_a_later_decision_supersedes_an_earlier_one_about_the_same_values() -> N
         EVENTS,
     )
     assert [d.text for d in merged.decisions] == ["Refund A-1001 as store credit"]
+    assert merged.facts == []  # A-1001 is stated again: nothing of the earlier one is lost
 
 
 def test_items_without_values_merge_only_when_they_say_the_same() -> None:
@@ -102,7 +104,7 @@ FLIGHT_EVENTS = [
 ]
 
 
-def test_a_superseded_decision_keeps_the_values_only_it_states_as_a_fact() -> None:
+def test_a_flight_change_and_a_seat_choice_on_the_new_flight_both_stand() -> None:
     merged = merge_records(
         [
             record(
@@ -116,19 +118,88 @@ def test_a_superseded_decision_keeps_the_values_only_it_states_as_a_fact() -> No
         ],
         FLIGHT_EVENTS,
     )
-    assert [d.text for d in merged.decisions] == ["HAT200 booked in economy plus"]
-    [fact] = merged.facts
-    assert fact.text.startswith("Decided earlier, then changed: ")
-    assert "HAT148" in fact.text and fact.sources == ["e1", "e2"]
+    assert [d.text for d in merged.decisions] == [
+        "Flight HAT148 changed to HAT200",
+        "HAT200 booked in economy plus",
+    ]
+    assert merged.facts == []
 
 
-def test_a_superseded_decision_whose_values_are_all_stated_again_is_gone() -> None:
+BOTH_EVENTS = [
+    said("user", "Order A-1001 arrived broken. Please refund it.", 1),
+    said("agent", "Refund of $25.00 for A-1001 issued to your card.", 2),
+    said("user", "Can you also send a replacement for A-1001? I still need one.", 3),
+    said("agent", "Done: a replacement for A-1001 ships tomorrow.", 4),
+]
+
+
+def test_a_refund_and_a_replacement_for_one_order_both_stand() -> None:
     merged = merge_records(
         [
-            record("Change", decisions=[Item(text="Move to HAT200", sources=["e1"])]),
-            record("Seat", decisions=[Item(text="HAT200 in economy plus", sources=["e4"])]),
+            record("Refund", decisions=[Item(text="Refund $25.00 for A-1001", sources=["e2"])]),
+            record(
+                "Replacement",
+                decisions=[Item(text="Send a replacement for A-1001", sources=["e3", "e4"])],
+            ),
         ],
-        FLIGHT_EVENTS,
+        BOTH_EVENTS,
     )
-    assert [d.text for d in merged.decisions] == ["HAT200 in economy plus"]
+    assert [d.text for d in merged.decisions] == [
+        "Refund $25.00 for A-1001",
+        "Send a replacement for A-1001",
+    ]
     assert merged.facts == []
+
+
+REBOOK_EVENTS = [
+    *FLIGHT_EVENTS,
+    said("user", "Sorry, put me on HAT300 instead of HAT200.", 5),
+    said("agent", "Done: you are on HAT300 now.", 6),
+]
+
+
+def test_a_decision_that_names_the_one_it_replaces_supersedes_it_and_keeps_its_values() -> None:
+    merged = merge_records(
+        [
+            record(
+                "Change flight",
+                decisions=[Item(text="Flight HAT148 changed to HAT200", sources=["e1", "e2"])],
+            ),
+            record(
+                "Rebook",
+                decisions=[Item(text="Rebooked on HAT300", sources=["e5", "e6"])],
+            ),
+        ],
+        REBOOK_EVENTS,
+    )
+    assert [d.text for d in merged.decisions] == ["Rebooked on HAT300"]
+    [fact] = merged.facts
+    assert fact.text == "Decided earlier, then changed: Flight HAT148 changed to HAT200"
+    assert fact.sources == ["e1", "e2"]
+
+
+def test_a_replacement_the_check_rejects_is_undone() -> None:
+    seen: list[list[str]] = []
+
+    def check(merged: HandoffRecord) -> list[Problem]:
+        seen.append([d.text for d in merged.decisions])
+        if len(merged.decisions) < 2:
+            return [Problem(ProblemKind.DROPPED_ENTITY, ("decisions",), "a decision went missing")]
+        return []
+
+    merged = merge_records(
+        [
+            record("Refund", decisions=[Item(text="Refund A-1001 by card", sources=["e2"])]),
+            record(
+                "Refund",
+                decisions=[Item(text="Refund A-1001 as store credit", sources=["e3", "e4"])],
+            ),
+        ],
+        EVENTS,
+        check=check,
+    )
+    assert [d.text for d in merged.decisions] == [
+        "Refund A-1001 by card",
+        "Refund A-1001 as store credit",
+    ]
+    assert ["Refund A-1001 as store credit"] in seen  # the replacement was checked

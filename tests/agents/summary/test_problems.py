@@ -46,6 +46,20 @@ def test_retry_hint_follows_the_kind_not_the_wording() -> None:
     assert "- dropped entity B-2040\n" in message + "\n"  # no hint: not a dropped value
 
 
+def test_a_retry_beyond_the_listed_problems_says_how_many_were_cut() -> None:
+    rendered, entities = _rendered()
+    plan = build_checklist(EVENTS, entities, visible=rendered.text)
+    problems = [
+        Problem(
+            ProblemKind.UNKNOWN_SOURCE, (f"facts.{n}",), f"fact {n} cites e99, which does not exist"
+        )
+        for n in range(1, 36)
+    ]
+    message = retry_message(rendered, plan, problems)
+    assert "- fact 30 cites e99" in message and "- fact 31 cites e99" not in message
+    assert message.endswith("- ...and 5 more problem(s) not listed; fix those above first")
+
+
 def test_metrics_count_the_kind_not_the_wording() -> None:
     count_attempt(
         [

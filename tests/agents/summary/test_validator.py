@@ -187,3 +187,13 @@ def test_validator_checks_the_goal_like_every_item() -> None:
         ("link_in_goal", ("goal",), "evil.example/claim"),
     ]
     assert check({**PASSING, "goal": "Refund the $12.50 shipping fee on A-1001"}) == []
+
+
+def test_a_record_missing_a_list_field_does_not_parse() -> None:
+    record = {k: v for k, v in PASSING.items() if k not in ("decisions", "open_questions")}
+    expected = (
+        "output does not match the schema (decisions: Field required; "
+        "open_questions: Field required)"
+    )
+    assert check(record) == [expected]
+    assert check(record, strict=False) == [expected]

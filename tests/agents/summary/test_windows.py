@@ -11,6 +11,8 @@ from agents.events import (
     FunctionResponse,
     Part,
 )
+from agents.summary.demands import crowded, holds_values
+from agents.summary.entities import EntityExtractor
 from agents.summary.windows import StoredWindow, fingerprint, invocations, plan_windows, span_of
 
 
@@ -153,3 +155,23 @@ def test_the_cut_is_the_same_live_and_at_the_digest() -> None:
         ("e7", "e14"),
         ("e15", "e16"),
     ]
+
+
+def test_a_window_crowded_with_values_closes_before_the_interval() -> None:
+    events = thread(5)
+    orders = "Orders A-1001, A-1002, A-1003, A-1004, A-1005 and A-1006 were charged twice."
+    events[1] = events[1].model_copy(update={"parts": (Part(text=orders),)})  # inv1's reply
+    extractor = EntityExtractor()
+    plan = plan_windows(
+        events,
+        [],
+        interval=3,
+        holds_values=lambda run: holds_values(run, extractor),
+        crowded=lambda run: crowded(run, extractor),
+    )
+    # inv1 alone demands six values: its own window, so one bad item costs only it.
+    assert [(s.start_id, s.end_id, s.closed) for s in plan.todo] == [
+        ("e1", "e2", True),
+        ("e3", "e10", False),
+    ]
+    assert not crowded(events[2:], extractor)

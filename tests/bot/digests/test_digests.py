@@ -213,6 +213,9 @@ async def test_digest_new_activity_updates_the_threads_one_message_saying_what_c
     shown = json.dumps(update["blocks"])
     assert "Updated handoff digest" in shown
     assert "Updated after 1 new message in the thread: 1 new fact." in shown
+    # Memory keeps each item once: the re-digest added only the new fact.
+    remembered = [m.text for m in await db.memory.search(thread.user_id)]
+    assert sorted(remembered) == ["The user said hello", "The user said hello again"]
     assert update["metadata"]["event_payload"]["digest_id"] == second.digest_id
     assert await db.digests.posted_pages(second.digest_id or 0) == {1: first.slack_ts}
 

@@ -76,6 +76,10 @@ async def test_stats_reports_stored_usage_transfers_summaries_and_digests(
     assert table["summary first-attempt pass rate"].strip() == "100.0%"
     assert table["digests stored"].strip() == "1"
     assert table["digests posted"].strip() == "0"
+    # What each consumer received: the /summary answer and the digest, one each.
+    for surface in ("summary", "digest"):
+        delivered = table[f"summaries delivered [{surface}]"].strip()
+        assert delivered == "1, fallback 0.0%, partial 0.0%"
 
 
 async def test_forget_deletes_a_users_rows_and_prints_counts(

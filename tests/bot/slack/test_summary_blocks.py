@@ -6,6 +6,7 @@ from agents.events import Event
 from agents.summary.checks.claims import label_user_claims
 from agents.summary.record import HandoffRecord
 from agents.summary.render import CLAIM_LABEL
+from agents.summary.results import WindowGap
 from bot.evals.dataset import numbered
 from bot.slack.message_ts import message_ts
 from bot.slack.permalinks import ThreadLinks
@@ -75,3 +76,24 @@ def test_unavailable_message_lists_problems_never_text() -> None:
     body = blocks[0]["text"]["text"]
     assert text == "Summary unavailable for a thread in <#C1>"
     assert "• problem &lt;0&gt;" in body and "…and 2 more" in body
+
+
+def test_a_record_with_gaps_says_partial_where_a_whole_one_says_validated() -> None:
+    gaps = [WindowGap("e9", "e12", ("fact 1 cites e9, which does not mention B-2040",))]
+    _, blocks = digest_message(
+        RECORD,
+        events=EVENTS,
+        links=LINKS,
+        owners=["billing_agent"],
+        cost=0.0123,
+        attempts=5,
+        gaps=gaps,
+        windows=3,
+    )
+    assert blocks[-1]["elements"][0]["text"] == (
+        "Owned by `billing_agent` · summary cost $0.0123 · 5 attempt(s), partial: 2 of 3 windows"
+    )
+    shown = summary_blocks(RECORD, events=EVENTS, links=LINKS, gaps=gaps, windows=3)
+    assert shown[-1]["elements"][0]["text"] == (
+        "Summary of <https://x.slack.com/archives/C1/p11|this thread>, partial: 2 of 3 windows"
+    )
