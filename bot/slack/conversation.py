@@ -51,6 +51,7 @@ from bot.slack.timeline import workflow_steps
 from bot.threads.turn import TurnOutcome, close_interrupted_calls, ensure_thread, run_turn
 from storage.delivery.inflight import InflightKey, MessageTakenOverError
 from storage.dm_conversations import DmPlacement
+from storage.sessions import Write
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
@@ -226,13 +227,6 @@ class SlackReplier:
             )
             if stream is None:
                 placeholder_ts = reply.ts = await self._post_placeholder(key, record, broadcast)
-            # Started in the transaction that stores the user's event (one commit), with
-            # the placeholder the reply goes into; a stream's message is recorded once
-            # the reply's first content starts it.
-            if not await self._start(tracked, invocation_id, placeholder_ts):
-                log.warning("message taken over by a peer", extra=_thread(key))
-                await self._withdraw(key, placeholder_ts, stream)
-                return
             status.start()
             outcome = await run_turn(
                 self.s.runner,
@@ -244,6 +238,7 @@ class SlackReplier:
                 speaker=msg.user,
                 listener=stream.observe if stream is not None else None,
                 on_event=status.observe,
+                with_user_event=self._started(tracked, invocation_id, placeholder_ts),
             )
         except MessageTakenOverError:
             # A peer took the message over (this process was thought dead): it answers.
@@ -267,8 +262,6 @@ class SlackReplier:
                 status=status,
             )
             return
-        finally:
-            self.s.db.sessions.forget_next_append(invocation_id)
         await self.conclude(
             key,
             tracked,
@@ -291,29 +284,20 @@ class SlackReplier:
         if not await self.s.db.inflight.set_stream(tracked, owner=self.s.owner, stream_ts=ts):
             raise MessageTakenOverError(f"message {tracked.message_ts} was taken over")
 
-    async def _start(
+    def _started(
         self, tracked: InflightKey, invocation_id: str, placeholder_ts: str | None
-    ) -> bool:
-        """Mark the message started (`InflightStore.start`), with the placeholder its
-        reply goes into. When the runner stores its events in `db.sessions`, as the
-        bot's does, the mark rides in the transaction that appends the user's event, and
-        a takeover found there raises `MessageTakenOverError` from the turn; else it is
-        its own write, and False means taken over."""
-        db = self.s.db
-        args: dict[str, Any] = {
-            "owner": self.s.owner,
-            "invocation_id": invocation_id,
-            "now": time.time(),
-            "placeholder_ts": placeholder_ts,
-        }
-        if self._stores_events():
-            start = db.inflight.start_in_append(tracked, **args)
-            db.sessions.with_next_append(invocation_id, start)
-            return True
-        return await db.inflight.start(tracked, **args)
-
-    def _stores_events(self) -> bool:
-        return self.s.runner.session_service is self.s.db.sessions
+    ) -> Write:
+        """The message marked started (`InflightStore.start_in_append`) with the
+        placeholder its reply goes into, for the transaction that stores the user's event
+        (one commit); a takeover found there raises `MessageTakenOverError` from the turn.
+        A stream's message is recorded once the reply's first content starts it."""
+        return self.s.db.inflight.start_in_append(
+            tracked,
+            owner=self.s.owner,
+            invocation_id=invocation_id,
+            now=time.time(),
+            placeholder_ts=placeholder_ts,
+        )
 
     async def _withdraw(self, key: ThreadKey, ts: str | None, stream: SlackStream | None) -> None:
         """Take back the (empty) message a reply was to go into; never raises."""
@@ -434,7 +418,7 @@ class SlackReplier:
         shown = posted or placeholder_ts
         reply = stamped(outcome.reply, shown) if shown else None
         also = None
-        if reply is not None and record is not None and self._stores_events():
+        if reply is not None and record is not None:
             also = self.s.db.sessions.rewrite_in(record, reply)
         await self.s.db.inflight.finish_answered(
             tracked,
