@@ -321,7 +321,7 @@ class SlackReplier:
         settings = self.s.settings
         if settings.streaming == "off":
             return None
-        return open_stream(
+        return await open_stream(
             self.s.client,
             key,
             msg,

@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
@@ -38,7 +39,7 @@ from bot.slack.message_ts import OUTSIDE_THREAD, SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
 from bot.slack.services import BotServices
-from bot.slack.streaming import is_complete_reply, stop_abandoned
+from bot.slack.streaming import SLACK_FAILURES, is_complete_reply
 from bot.threads.speaker import SPEAKER_ID
 from bot.threads.turn import TurnOutcome, close_interrupted_calls
 from storage.delivery.inflight import InflightRecord
@@ -188,7 +189,7 @@ class Resumer:
                 return False, None
             if is_complete_reply(message):
                 return True, row.stream_ts
-            await stop_abandoned(self.s.client, key.channel_id, row.stream_ts)
+            await _stop_abandoned(self.s.client, key.channel_id, row.stream_ts)
             return False, row.stream_ts
         if row.placeholder_ts is None:
             return await self._untracked(key, row)
@@ -213,6 +214,19 @@ class Resumer:
             if message.get("text") == THINKING_TEXT:
                 return False, str(message["ts"])
         return False, None
+
+
+async def _stop_abandoned(client: AsyncWebClient, channel: str, ts: str) -> None:
+    """Stop a stream a dead process left open, so that its message can be rewritten; a
+    stream Slack already ended answers an error, which is fine. Never raises.
+
+    The one stream call not made through slack_sdk's `AsyncChatStream`
+    (`bot.slack.streaming`): a helper only stops the stream it started, and this one's
+    helper died with its process."""
+    try:
+        await client.chat_stopStream(channel=channel, ts=ts)
+    except SLACK_FAILURES as exc:
+        log.info("abandoned stream not stopped: %s", type(exc).__name__)
 
 
 def _user_metadata(row: InflightRecord) -> dict[str, Any]:
