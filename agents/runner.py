@@ -19,7 +19,7 @@ from agents.invocation_log import InvocationLog
 from agents.llm.agent import LlmAgent
 from agents.metrics import REGISTRY, count_model_use
 from agents.models.base import Model, ModelError
-from agents.sessions.service import SessionNotFoundError, SessionService
+from agents.sessions.service import SessionNotFoundError, SessionService, TransactionWrite
 from agents.sessions.session import Session
 
 logger = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ class Runner:
         custom_metadata: Mapping[str, Any] | None = None,
         invocation_id: str | None = None,
         streaming: bool = False,
+        with_user_event: TransactionWrite | None = None,
     ) -> AsyncIterator[Event]:
         """Append the user's message, then run the chosen agent, yielding its events.
 
@@ -135,7 +136,9 @@ class Runner:
             if self.plugins:
                 hooks = [p.on_user_message for p in self.plugins]
                 user_event = await chain_events(hooks, ctx, user_event)
-            ctx.user_event = await self.session_service.append_event(session, user_event)
+            ctx.user_event = await self.session_service.append_event(
+                session, user_event, along=with_user_event
+            )
             record_event(ctx, ctx.user_event)
             ctx.agent = agent = find_agent_to_run(session, self.agent)
             REGISTRY.inc("support_bot_invocations_total")

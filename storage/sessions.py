@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.events import Event, event_seq
 from agents.metrics import REGISTRY
-from agents.sessions.service import SessionNotFoundError
+from agents.sessions.service import SessionNotFoundError, TransactionWrite
 from agents.sessions.session import Session
 from agents.sessions.state import split_delta, without_temp
 from storage.decoded_events import DecodedEvents
@@ -35,7 +35,8 @@ from storage.threads import ThreadRecord
 
 log = logging.getLogger(__name__)
 
-# A write run inside another store's transaction (`SqlSessionService.with_next_append`).
+# A write run inside another store's transaction: an `append_event`'s `along` (the
+# runtime's `TransactionWrite`, given the connection), or an `also` of `db.inflight`.
 Write = Callable[[AsyncConnection], Awaitable[None]]
 
 CORRUPT_EVENTS_METRIC = "storage_corrupt_events_total"
@@ -115,19 +116,6 @@ class SqlSessionService:
         # Events decoded by earlier loads, shared with later ones (`storage.decoded_events`).
         self.decoded = DecodedEvents()
         self._insert_empty = Prepared(gate.insert(sessions).on_conflict_do_nothing())
-        # invocation id -> a write to run in the transaction of that invocation's next append
-        self._with_next_append: dict[str, Write] = {}
-
-    def with_next_append(self, invocation_id: str, write: Write) -> None:
-        """Run `write` inside the transaction that appends the next event of
-        `invocation_id` (its user's message), so both commit together or neither does; an
-        exception `write` raises rolls the append back and escapes `append_event`. Used
-        once: the caller drops it with `forget_next_append` when the turn ends."""
-        self._with_next_append[invocation_id] = write
-
-    def forget_next_append(self, invocation_id: str) -> None:
-        """Drop the write `with_next_append` attached, if no append has taken it."""
-        self._with_next_append.pop(invocation_id, None)
 
     def rewrite_in(self, thread: ThreadRecord, event: Event) -> Write:
         """A write (for another store's transaction) that stores `event` again in place of
@@ -278,7 +266,10 @@ class SqlSessionService:
         if not await self._gate.read(exists):
             await self._gate.write(create)
 
-    async def append_event(self, session: Session, event: Event) -> Event:
+    async def append_event(
+        self, session: Session, event: Event, *, along: TransactionWrite | None = None
+    ) -> Event:
+        """See `SessionService`: `along` is given this transaction's connection, first."""
         delta = without_temp(event.actions.state_delta)
         actions = event.actions.model_copy(update={"state_delta": delta})
         app, user, own = split_delta(delta)
@@ -286,11 +277,10 @@ class SqlSessionService:
 
         lock = _LOCK_FOR_APPEND if self._gate.is_sqlite else _LOCK_FOR_APPEND_PG
         key = _key_params(session.app_name, session.user_id, session.id)
-        attached = self._with_next_append.get(event.invocation_id)
 
         async def tx(conn: AsyncConnection) -> tuple[Event, str]:
-            if attached is not None:
-                await attached(conn)
+            if along is not None:
+                await along(conn)
             advanced = not own and compaction is None
             if advanced:
                 advance = await _ADVANCE.rows(conn, {**key, "b_ts": event.timestamp})
@@ -338,8 +328,6 @@ class SqlSessionService:
 
         stored, data = await self._gate.write(tx)
         self.decoded.remember(data, stored)
-        if attached is not None:
-            self.forget_next_append(event.invocation_id)
         session.events.append(stored)
         session.state.update(delta)
         session.last_update_time = stored.timestamp

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from agents.events import Event, event_seq, latest_compaction
@@ -16,6 +17,13 @@ class SessionNotFoundError(LookupError):
     """Raised when an event is appended to a session that does not exist."""
 
 
+# A caller's write that a store runs inside the transaction that stores one event
+# (`SessionService.append_event(along=...)`), so both are stored or neither is. Opaque to
+# the runtime: it is called with the store's own transaction handle (a SQL store's
+# connection, say), and whoever builds it knows which store it is for.
+TransactionWrite = Callable[[Any], Awaitable[None]]
+
+
 @runtime_checkable
 class SessionService(Protocol):
     """Creates, loads and appends to sessions.
@@ -24,7 +32,9 @@ class SessionService(Protocol):
     (`e1`, `e2`, ... in append order), drops `temp:` keys from the persisted state
     delta, applies the delta to the app, user and session scopes, appends the event to
     `session.events`, and returns the stored event. Appends to one session are
-    serialised, so ids and order hold even with concurrent writers.
+    serialised, so ids and order hold even with concurrent writers. An `along` write
+    (`TransactionWrite`) runs inside the transaction that stores the event: when it
+    raises, nothing is stored and its exception escapes `append_event`.
     """
 
     async def create_session(
@@ -52,7 +62,9 @@ class SessionService(Protocol):
         """
         ...
 
-    async def append_event(self, session: Session, event: Event) -> Event: ...
+    async def append_event(
+        self, session: Session, event: Event, *, along: TransactionWrite | None = None
+    ) -> Event: ...
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> list[Session]:
         """Sessions with their state but without events."""
@@ -133,12 +145,18 @@ class InMemorySessionService:
             return None
         return self._copy(stored, since_compaction=since_compaction)
 
-    async def append_event(self, session: Session, event: Event) -> Event:
+    async def append_event(
+        self, session: Session, event: Event, *, along: TransactionWrite | None = None
+    ) -> Event:
+        """See `SessionService`; memory has no transaction handle, so `along` is called
+        with None, under the session's lock and before anything is stored."""
         key = (session.app_name, session.user_id, session.id)
         async with self._locks[key]:
             stored = self._sessions.get(key)
             if stored is None:
                 raise SessionNotFoundError(session.id)
+            if along is not None:
+                await along(None)
             seq = self._next_seq[key]
             self._next_seq[key] = seq + 1
             delta = without_temp(event.actions.state_delta)

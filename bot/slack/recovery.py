@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.events import Event, Part
 from agents.metrics import REGISTRY
@@ -37,8 +38,10 @@ from bot.slack.conversation import SlackReplier
 from bot.slack.message_ts import OUTSIDE_THREAD, SLACK_TS, message_ts
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import INTERRUPTED_TEXT, THINKING_TEXT
+from bot.slack.reply_failures import ReplyFailures
+from bot.slack.reply_posting import ReplyPosting
 from bot.slack.services import BotServices
-from bot.slack.streaming import is_complete_reply, stop_abandoned
+from bot.slack.streaming import SLACK_FAILURES, is_complete_reply
 from bot.threads.speaker import SPEAKER_ID
 from bot.threads.turn import TurnOutcome, close_interrupted_calls
 from storage.delivery.inflight import InflightRecord
@@ -78,7 +81,7 @@ async def recover(
         dead_after = None
     rows = await db.inflight.left_by_others(services.owner, now=now, dead_after=dead_after)
     replier = SlackReplier(services)
-    resumer = Resumer(replier)
+    resumer = Resumer(services, replier.posting, replier.failures)
     for row in rows:
         taken = await db.inflight.take_over(
             row, owner=services.owner, now=now, dead_after=dead_after
@@ -103,30 +106,36 @@ async def recover(
 class Resumer:
     """Finishes one started-but-unanswered message after a crash."""
 
-    def __init__(self, replier: SlackReplier) -> None:
-        self.replier = replier
-        self.s = replier.s
+    def __init__(
+        self, services: BotServices, posting: ReplyPosting, failures: ReplyFailures
+    ) -> None:
+        self.services = services
+        self.posting = posting
+        self.failures = failures
 
     async def resume(self, row: InflightRecord) -> None:
+        """Give the thread of `row` its one answer: none when it landed before the
+        crash, else the stored reply or the "interrupted" notice, in its message."""
+        db = self.services.db
         key = ThreadKey(team_id=row.team_id, channel_id=row.channel_id, thread_ts=row.thread_ts)
-        record = await self.s.db.threads.get(key)
+        record = await db.threads.get(key)
         events = await self._events_with_user_message(record, row)
-        landed, placeholder = await self._reply_message(key, row)
+        landed, message_ts = await self._reply_message(key, row)
         if landed:
             # The answer (or a notice) was in its message before the crash.
-            await self.s.db.inflight.finish(row.key, owner=self.s.owner)
+            await db.inflight.finish(row.key, owner=self.services.owner)
             return
         outcome = TurnOutcome.of_invocation(events, row.invocation_id)
         broadcast = IncomingMessage.from_record(row.message).shown_in_dm
         if outcome.answered:
-            await self.replier.conclude(
-                key, row.key, placeholder, outcome, broadcast=broadcast, record=record
+            await self.posting.conclude(
+                key, row.key, message_ts, outcome, broadcast=broadcast, record=record
             )
             return
         if record is not None:
-            await close_interrupted_calls(self.s.db, record)
-        await self.replier.fail(
-            key, row.key, placeholder, "interrupted", INTERRUPTED_TEXT, broadcast=broadcast
+            await close_interrupted_calls(db, record)
+        await self.failures.fail(
+            key, row.key, message_ts, "interrupted", INTERRUPTED_TEXT, broadcast=broadcast
         )
 
     async def _events_with_user_message(
@@ -134,7 +143,7 @@ class Resumer:
     ) -> list[Event]:
         """The thread's session events, after storing the user's message if the crash
         beat it."""
-        db = self.s.db
+        db = self.services.db
         if record is None:
             return []
         session = await db.sessions.ensure_of_thread(record)
@@ -155,7 +164,7 @@ class Resumer:
 
     async def _thread_messages(self, key: ThreadKey, around: str) -> list[dict[str, Any]]:
         try:
-            resp = await self.s.client.conversations_replies(
+            resp = await self.services.client.conversations_replies(
                 channel=key.channel_id,
                 ts=key.thread_ts,
                 oldest=around,
@@ -188,7 +197,7 @@ class Resumer:
                 return False, None
             if is_complete_reply(message):
                 return True, row.stream_ts
-            await stop_abandoned(self.s.client, key.channel_id, row.stream_ts)
+            await _stop_abandoned(self.services.client, key.channel_id, row.stream_ts)
             return False, row.stream_ts
         if row.placeholder_ts is None:
             return await self._untracked(key, row)
@@ -213,6 +222,19 @@ class Resumer:
             if message.get("text") == THINKING_TEXT:
                 return False, str(message["ts"])
         return False, None
+
+
+async def _stop_abandoned(client: AsyncWebClient, channel: str, ts: str) -> None:
+    """Stop a stream a dead process left open, so that its message can be rewritten; a
+    stream Slack already ended answers an error, which is fine. Never raises.
+
+    The one stream call not made through slack_sdk's `AsyncChatStream`
+    (`bot.slack.streaming`): a helper only stops the stream it started, and this one's
+    helper died with its process."""
+    try:
+        await client.chat_stopStream(channel=channel, ts=ts)
+    except SLACK_FAILURES as exc:
+        log.info("abandoned stream not stopped: %s", type(exc).__name__)
 
 
 def _user_metadata(row: InflightRecord) -> dict[str, Any]:

@@ -1,18 +1,22 @@
-"""A reply streamed into its Slack thread: `chat.startStream` with the reply's first
-content (the agent hand-offs as a task timeline, the text in batches), more with
-`chat.appendStream`, then `chat.stopStream` with the context line naming the agent that
-owns the reply, as a placeholder's reply has.
+"""A reply streamed into its Slack thread on slack_sdk's stream helper.
 
-Guarantees, the same as the placeholder's:
+`AsyncWebClient.chat_stream` gives an `AsyncChatStream`, which owns the protocol:
+`chat.startStream` with its first flush, `chat.appendStream` after, `chat.stopStream` to
+finish. `SlackStream` is the bot's layer on top, and speaks to it only through `append`,
+`stop` and `ts`:
 - what the model wrote is made safe (mentions escaped, links honest) before any of it
-  is sent (`render.markdown.MarkdownGate`), a mention split across deltas included;
-- the message is started with the reply's first content, as the Slack SDK's own stream
-  helper starts it, not before: until then the panel shows the working agent as its
-  status, which Slack clears when the message is posted;
-- a hand-off shows at once; the first text once it has gathered `FIRST_TEXT_WAIT_S`
-  (the reply is shown whole, in one message and no stream, when it is complete by then),
-  then at most once per `STREAM_APPEND_SECONDS` (Slack's Tier 4 limit), never beyond
-  the length one reply message holds;
+  reaches the helper (`render.markdown.MarkdownGate`), a mention split across deltas
+  included;
+- the message is started with the reply's first content (the helper's first flush), not
+  before: until then the panel shows the working agent as its status, which Slack clears
+  when the message is posted;
+- this layer decides when text goes out, by time, never the helper's size buffer: a
+  hand-off shows at once (its task chunks, `bot.slack.timeline`); the first text once it
+  has gathered `FIRST_TEXT_WAIT_S` (the reply is shown whole, in one `chat.postMessage`
+  and no stream, when it is complete by then), then at most once per
+  `STREAM_APPEND_SECONDS` (Slack's Tier 4 limit), never beyond the length one reply
+  message holds. Each flush is one `append(markdown_text=..., chunks=[...])`, which the
+  helper sends at once because it carries chunks;
 - the stored reply is the truth: when what was streamed is not exactly its start (a
   step turned streamed text into a transfer, or the reply is longer than one message),
   the stream stops and the caller rewrites the message with `chat.update`, as it
@@ -35,7 +39,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_chat_stream import AsyncChatStream
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.events import Event
 from agents.metrics import REGISTRY
@@ -56,7 +62,10 @@ REGISTRY.describe(
 
 # The message metadata of a reply that is complete in its message (see module).
 REPLY_EVENT_TYPE = "support_bot_reply"
-_SLACK_FAILURES = (SlackApiError, aiohttp.ClientError, TimeoutError)
+SLACK_FAILURES = (SlackClientError, aiohttp.ClientError, TimeoutError)
+# Slack's limit on the text of one stream call. Every flush here carries chunks, so the
+# helper sends at once and its size trigger (`buffer_size`) never decides anything.
+_CALL_TEXT_CHARS = 12_000
 
 
 def reply_metadata(agent: str, invocation_id: str | None = None) -> dict[str, Any]:
@@ -89,8 +98,8 @@ FIRST_TEXT_WAIT_S = 0.25
 Opened = Callable[[str], Awaitable[None]]
 
 
-def open_stream(
-    client: Any,
+async def open_stream(
+    client: AsyncWebClient,
     key: ThreadKey,
     msg: IncomingMessage,
     *,
@@ -105,44 +114,40 @@ def open_stream(
     if not msg.is_dm and not (msg.user and msg.team_id):
         REGISTRY.inc("support_bot_reply_streams_total", outcome="refused")
         return None
-    start = {
-        "channel": key.channel_id,
-        "thread_ts": key.thread_ts,
-        "recipient_user_id": msg.user or None,
-        "recipient_team_id": msg.team_id or None,
-        "task_display_mode": "timeline",
+    helper = await client.chat_stream(
+        channel=key.channel_id,
+        thread_ts=key.thread_ts,
+        recipient_user_id=msg.user or None,
+        recipient_team_id=msg.team_id or None,
+        task_display_mode="timeline",
+        buffer_size=_CALL_TEXT_CHARS,
         **identity,
-    }
-    return SlackStream(
-        client, key.channel_id, start, limit=limit, interval=interval, steps=steps, opened=opened
     )
+    return SlackStream(helper, limit=limit, interval=interval, steps=steps, opened=opened)
 
 
 class SlackStream:
-    """One reply to be streamed into `channel`: its message `ts` is None until the
-    reply's first content starts it (`start`: the `chat.startStream` arguments)."""
+    """One reply to be streamed through `helper`: its message `ts` is None until the
+    reply's first content starts it."""
 
     def __init__(
         self,
-        client: Any,
-        channel: str,
-        start: dict[str, Any],
+        helper: AsyncChatStream,
         *,
         limit: int,
         interval: float,
         steps: frozenset[str],
         opened: Opened,
     ) -> None:
-        self.client = client
-        self.channel = channel
-        self.ts: str | None = None
+        self.helper = helper
         self.limit = limit
         self.interval = interval
         self.timeline = Timeline(steps)
         self.sent = ""  # the safe Markdown text shown so far
         self.broken = False
-        self._start = start
         self._opened = opened
+        self._recorded = False  # `opened` was told
+        self._stopped = False
         self._gate = MarkdownGate()
         self._pending = ""
         self._pending_since: float | None = None  # when the first text came
@@ -155,6 +160,11 @@ class SlackStream:
         self._flush: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self._closed = False
+
+    @property
+    def ts(self) -> str | None:
+        """The streamed message, once the reply's first content started it."""
+        return self.helper.ts
 
     async def observe(self, event: Event) -> None:
         """Show one event of the invocation: its tasks at once, its text in batches."""
@@ -218,19 +228,14 @@ class SlackStream:
             await asyncio.wait({self._flush})
 
     async def _send(self, tasks: list[Chunk]) -> None:
+        """Flush the pending text and `tasks` through the helper (its chunks make it send
+        at once), then record the message if this started it."""
         if self.broken:
             return
-        chunks: list[Chunk] = []
         text, self._pending = self._pending, ""
-        if text:
-            chunks.append({"type": "markdown_text", "text": text})
-        chunks += tasks
         try:
-            if self.ts is None:
-                resp = await self.client.chat_startStream(**self._start, chunks=chunks)
-            else:
-                await self.client.chat_appendStream(channel=self.channel, ts=self.ts, chunks=chunks)
-        except _SLACK_FAILURES as exc:
+            await self.helper.append(markdown_text=text or None, chunks=tasks)
+        except SLACK_FAILURES as exc:
             # Refused, or the stream is gone (expired, say): the reply is written whole.
             code = exc.response.get("error") if isinstance(exc, SlackApiError) else None
             if self.ts is None:
@@ -239,8 +244,8 @@ class SlackStream:
                 log.warning("stream append failed: %s", code or type(exc).__name__)
             self.broken = True
             return
-        if self.ts is None:
-            self.ts = str(resp["ts"])
+        if not self._recorded and self.ts is not None:
+            self._recorded = True
             await self._opened(self.ts)
         if text:
             self.sent += text
@@ -259,20 +264,18 @@ class SlackStream:
         text = safe_markdown(reply.text)
         whole = len(text) <= self.limit and text.startswith(self.sent) and not self.broken
         if whole:
-            chunks = [{"type": "markdown_text", "text": text[len(self.sent) :]}]
-            chunks = [c for c in chunks if c["text"]] + self.timeline.close()
             try:
-                await self.client.chat_stopStream(
-                    channel=self.channel,
-                    ts=self.ts,
-                    chunks=chunks or None,
+                await self.helper.stop(
+                    markdown_text=text[len(self.sent) :] or None,
+                    chunks=self.timeline.close(),
                     # The feedback buttons close the reply, as in the placeholder flow.
                     blocks=[reply_context(reply.author, transfers), feedback_block(reply.id)],
                     metadata=reply_metadata(reply.author, reply.invocation_id),
                 )
-            except _SLACK_FAILURES as exc:
+            except SLACK_FAILURES as exc:
                 log.warning("stream stop failed: %s", type(exc).__name__)
             else:
+                self._stopped = True
                 REGISTRY.inc("support_bot_reply_streams_total", outcome="streamed")
                 return True
         await self.stop(failed=False)
@@ -284,20 +287,10 @@ class SlackStream:
         one was started); never raises."""
         await self._settle()
         self._failure = None
-        if self.ts is None:
+        if self.ts is None or self._stopped:
             return
+        self._stopped = True
         try:
-            await self.client.chat_stopStream(
-                channel=self.channel, ts=self.ts, chunks=self.timeline.close(failed=failed) or None
-            )
-        except _SLACK_FAILURES as exc:
+            await self.helper.stop(chunks=self.timeline.close(failed=failed))
+        except SLACK_FAILURES as exc:
             log.info("stream stop failed: %s", type(exc).__name__)
-
-
-async def stop_abandoned(client: Any, channel: str, ts: str) -> None:
-    """Stop a stream a dead process left open (recovery); a stream Slack already ended
-    answers an error, which is fine. Never raises."""
-    try:
-        await client.chat_stopStream(channel=channel, ts=ts)
-    except _SLACK_FAILURES as exc:
-        log.info("abandoned stream not stopped: %s", type(exc).__name__)

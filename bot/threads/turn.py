@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.events import Event, interrupted_responses
 from agents.runner import Runner
+from agents.sessions.service import TransactionWrite
 from bot.threads.speaker import SPEAKER_ID
 from storage.database import Database
 from storage.threads import ThreadKey, ThreadRecord
@@ -128,6 +129,7 @@ async def run_turn(
     speaker: str | None = None,
     on_event: Callable[[Event], None] | None = None,
     listener: Callable[[Event], Awaitable[None]] | None = None,
+    with_user_event: TransactionWrite | None = None,
 ) -> TurnOutcome:
     """Run `text` through the runner in the session and collect the outcome.
 
@@ -138,7 +140,9 @@ async def run_turn(
     event by `SpeakerPlugin`. A `listener` sees every event as it comes, the partial
     ones of the streamed reply text too (`Runner.run_async(streaming=True)`);
     `on_event` sees each whole event as the runner yields it (Slack's panel shows the
-    working agent from them).
+    working agent from them). `with_user_event` is a write stored in the transaction
+    that stores the user's event (`Runner.run_async`): Slack marks its message started
+    there.
     """
     custom = dict(metadata or {})
     if speaker:
@@ -151,6 +155,7 @@ async def run_turn(
         custom_metadata=custom,
         invocation_id=invocation_id,
         streaming=listener is not None,
+        with_user_event=with_user_event,
     ):
         if listener is not None:
             await listener(event)

@@ -1,42 +1,33 @@
 """Accepted Slack messages that are not answered yet, so a crash loses none of them.
 
-A message is `accept`ed (together with its delivery key, in one transaction) before the
-HTTP ack, marked `start`ed with its invocation id as the user's event is appended (in
-the transaction that appends it, `start_in_append`, with the ts of the placeholder or
-streamed message its reply goes into), and `finish`ed (deleted) once the reply or a failure notice
-is in the thread. Rows carry the owning process, and every
-update is guarded by it: a process whose row was taken over changes nothing. A live
-process `take_over`s the rows of an owner that stopped beating (`storage.delivery.owners`) and
-finishes them.
+A message is `accept`ed (together with its delivery key, in one transaction, batched
+with others: `storage.delivery.accepting`) before the HTTP ack, marked `start`ed with
+its invocation id as the user's event is appended (in the transaction that appends it,
+`start_in_append`, with the placeholder or streamed message its reply goes into), and
+`finish`ed (deleted) once the reply or a failure notice is in the thread. Rows carry
+the owning process, and every update is guarded by it: a process whose row was taken
+over changes nothing. A live process `take_over`s the rows of an owner that stopped
+beating (`storage.delivery.owners`) and finishes them.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from storage.delivery.accepting import AcceptBatcher, PendingAccept, Placed, Placement
 from storage.delivery.owners import owner_is_dead
-from storage.dm_conversations import touch_in as touch_dm_conversation_in
 from storage.engine import SqlGate
 from storage.errors import StorageError
 from storage.prepared import Prepared
-from storage.schema import deliveries, inflight
+from storage.schema import inflight
 from storage.sessions import Write, session_exists_in
 from storage.threads import ThreadKey, ThreadRecord, get_in, touch_in
 
 Stage = Literal["accepted", "started"]
-# A write run in the transaction that accepts a message, once its delivery is found new,
-# that decides the thread it belongs to (a top-level DM's conversation,
-# `storage.dm_conversations.DmPlacement`); and, from that thread's ts, the `thread_ts`
-# and `message` its row is written with.
-Placement = Callable[[AsyncConnection], Awaitable[str]]
-Placed = Callable[[str], tuple[str, dict[str, Any]]]
 
 
 class InflightKey(BaseModel):
@@ -129,9 +120,6 @@ class MessageTakenOverError(StorageError):
     """Another process took the message over (this one was thought dead): it answers."""
 
 
-_MAX_BATCH = 200  # rows per multi-row INSERT, well under SQLite's variable limit
-
-
 class ThreadCheck(NamedTuple):
     """What a message's turn reads before it decides (`earlier_and_thread`)."""
 
@@ -140,37 +128,12 @@ class ThreadCheck(NamedTuple):
     has_session: bool
 
 
-class _Pending:
-    """One `accept` waiting for the next batch."""
-
-    __slots__ = ("delivery", "future", "keeps_dm_conversation", "placement", "row")
-
-    def __init__(
-        self,
-        delivery: dict[str, Any],
-        row: dict[str, Any],
-        keeps_dm_conversation: bool,
-        placement: tuple[Placement, Placed] | None,
-    ) -> None:
-        self.delivery = delivery
-        self.row = row
-        self.keeps_dm_conversation = keeps_dm_conversation
-        self.placement = placement
-        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-
 class InflightStore:
     """Durable tracking of accepted messages until their thread has an answer."""
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
-        self._insert_delivery = Prepared(
-            gate.insert(deliveries).on_conflict_do_nothing().returning(deliveries.c.key)
-        )
-        self._insert_row = Prepared(gate.insert(inflight).on_conflict_do_nothing())
-        self._queue: list[_Pending] = []
-        self._flushing = False
-        self._flusher: asyncio.Task[None] | None = None
+        self._accepts = AcceptBatcher(gate)
 
     async def accept(
         self,
@@ -193,20 +156,12 @@ class InflightStore:
         only: a top-level DM message is placed in its conversation as it is accepted, in
         the order the batch's messages arrived.
 
-        Accepts sit on the ack path, so concurrent ones are group-committed: every accept
-        that arrives while a batch is being written goes into the next single
-        transaction, instead of each waiting its turn for SQLite's one writer.
-
-        On SQLite the accept that finds no batch being written writes it in its own task:
-        the write does not yield to the event loop (`storage.sqlite_inline`), so the ack
-        waits for no loop turn to start a flusher task and none to be woken by it. Such a
-        write yields only before it commits (the first connection's open, another writer
-        or process holding the lock, a retry's backoff); an accept cancelled there puts
-        the unwritten batch back and hands the rest to a flusher task. PostgreSQL's write
-        is network round trips, a commit among them, so it always runs in the flusher
-        task, which a cancelled request cannot interrupt.
+        Accepts sit on the ack path, so concurrent ones are group-committed
+        (`storage.delivery.accepting`): every accept that arrives while a batch is being
+        written goes into the next single transaction, instead of each waiting its turn
+        for SQLite's one writer.
         """
-        pending = _Pending(
+        pending = PendingAccept(
             {"key": delivery_key, "created_at": now},
             {
                 **key.model_dump(),
@@ -219,92 +174,7 @@ class InflightStore:
             keeps_dm_conversation,
             placement,
         )
-        self._queue.append(pending)
-        if not self._flushing:
-            if self._gate.is_sqlite:
-                try:
-                    await self._flush(until=pending)
-                finally:
-                    self._hand_on()  # what queued meanwhile, or what a cancellation left
-            else:
-                self._hand_on()
-        return await asyncio.shield(pending.future)
-
-    def _hand_on(self) -> None:
-        """Write whatever is queued in a flusher task of its own."""
-        if self._queue and not self._flushing:
-            self._flushing = True
-            self._flusher = asyncio.create_task(self._flush())
-
-    async def _flush(self, *, until: _Pending | None = None) -> None:
-        """Write the queue batch by batch (only until `until` is written, when given)."""
-        self._flushing = True
-        try:
-            while self._queue and (until is None or not until.future.done()):
-                batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
-                try:
-                    accepted = await self._gate.write(
-                        partial(self._write_batch, batch), urgent=True
-                    )
-                except Exception as exc:
-                    for pending in batch:
-                        pending.future.set_exception(exc)
-                    continue
-                except BaseException:
-                    # Cancelled, which on SQLite can only land before the commit (nothing
-                    # after it yields; see `accept`): not written, so first in line again.
-                    self._queue[:0] = batch
-                    raise
-                for pending in batch:
-                    pending.future.set_result(pending in accepted)
-        finally:
-            self._flushing = False
-
-    async def _write_batch(self, batch: list[_Pending], conn: AsyncConnection) -> set[_Pending]:
-        first: dict[str, _Pending] = {}
-        for pending in batch:
-            first.setdefault(pending.delivery["key"], pending)  # a repeat in one batch loses
-        if self._gate.is_sqlite:
-            # Row by row on the inline connection: each INSERT takes microseconds, while
-            # one multi-row INSERT through SQLAlchemy cost more than the rest of the
-            # batch's transaction (a greenlet, an execution context, its own commit).
-            # In the order the batch arrived: placements depend on it.
-            winners = [
-                p for p in first.values() if await self._insert_delivery.rows(conn, p.delivery)
-            ]
-            for p in winners:
-                await self._placed(conn, p)
-                await self._insert_row.rowcount(conn, p.row)
-        else:
-            # Executed with a list of rows, one statement object serves every batch
-            # size (multi-row INSERTs, one round trip), instead of compiling per size.
-            inserted = await conn.execute(
-                self._insert_delivery.statement, [p.delivery for p in first.values()]
-            )
-            new = {key for (key,) in inserted}
-            winners = [p for key, p in first.items() if key in new]
-            for p in winners:
-                await self._placed(conn, p)
-            if winners:
-                await conn.execute(self._insert_row.statement, [p.row for p in winners])
-        for p in winners:
-            if p.keeps_dm_conversation:
-                row = p.row
-                await touch_dm_conversation_in(
-                    conn,
-                    row["team_id"],
-                    row["channel_id"],
-                    row["thread_ts"],
-                    now=row["accepted_at"],
-                )
-        return set(winners)
-
-    @staticmethod
-    async def _placed(conn: AsyncConnection, pending: _Pending) -> None:
-        if pending.placement is not None:
-            placement, placed = pending.placement
-            thread_ts, message = placed(await placement(conn))
-            pending.row = {**pending.row, "thread_ts": thread_ts, "message": message}
+        return await self._accepts.accept(pending)
 
     async def _update(self, key: InflightKey, values: dict[str, Any], *guards: Any) -> bool:
         async def tx(conn: AsyncConnection) -> bool:
@@ -351,11 +221,12 @@ class InflightStore:
         now: float,
         stream_ts: str | None = None,
         placeholder_ts: str | None = None,
-    ) -> Callable[[AsyncConnection], Awaitable[None]]:
-        """`start` as a write for the transaction that appends the user's event
-        (`SqlSessionService.with_next_append`): the message is started exactly when its
-        event is stored, one commit instead of two. Raises `MessageTakenOverError`, so
-        the append is rolled back, when `owner` no longer holds the row."""
+    ) -> Write:
+        """`start` as a write for the transaction that appends the user's event (the
+        runner's `with_user_event`, which `SqlSessionService.append_event` runs): the
+        message is started exactly when its event is stored, one commit instead of two.
+        Raises `MessageTakenOverError`, so the append is rolled back, when `owner` no
+        longer holds the row."""
         params = {
             **_owned_params(key, owner),
             **_started(invocation_id, now, stream_ts, placeholder_ts),

@@ -9,7 +9,7 @@ from agents.errors import SessionStoreError
 from agents.events import Event
 from agents.models.base import Model
 from agents.runner import Runner
-from agents.sessions.service import InMemorySessionService, SessionService
+from agents.sessions.service import InMemorySessionService, SessionService, TransactionWrite
 from agents.sessions.session import Session
 
 
@@ -27,10 +27,12 @@ def simplify(event: Event) -> tuple[str, Any]:
 class AgentWritesFail(InMemorySessionService):
     """Stores the person's message, then fails every other write as a broken disk would."""
 
-    async def append_event(self, session: Session, event: Event) -> Event:
+    async def append_event(
+        self, session: Session, event: Event, *, along: TransactionWrite | None = None
+    ) -> Event:
         if event.author != "user":
             raise SessionStoreError("the database write failed: disk I/O error")
-        return await super().append_event(session, event)
+        return await super().append_event(session, event, along=along)
 
 
 class Conversation:

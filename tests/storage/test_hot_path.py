@@ -150,13 +150,13 @@ async def test_a_message_is_started_in_the_write_that_stores_its_users_event(
         return await original(tx, *args, **kwargs)
 
     db.gate.write = counted  # type: ignore[method-assign]
-    db.sessions.with_next_append("inv1", _start(db))
     said = Event(author="user", invocation_id="inv1", parts=(Part(text="hi"),))
-    await db.sessions.append_event(session, said)
+    await db.sessions.append_event(session, said, along=_start(db))
     assert len(writes) == 1
     [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
     assert (row.stage, row.invocation_id, row.stream_ts) == ("started", "inv1", "2.5")
-    # Used once: the invocation's next append (its reply) is a plain append.
+    # Scoped to its call: the invocation's next append (its reply) is a plain append,
+    # which a takeover of the row does not stop.
     await db.inflight.take_over(row, owner="peer", now=3.0, dead_after=None)
     await db.sessions.append_event(session, Event(author="bot", invocation_id="inv1"))
     assert len(writes) == 3
@@ -168,18 +168,19 @@ async def test_a_message_taken_over_or_a_failed_append_leaves_no_half(db: Databa
     [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
     assert await db.inflight.take_over(row, owner="peer", now=3.0, dead_after=None)
     # Taken over: this process stores no user event (the peer's turn will).
-    db.sessions.with_next_append("inv1", _start(db))
     with pytest.raises(MessageTakenOverError):
-        await db.sessions.append_event(session, Event(author="user", invocation_id="inv1"))
-    db.sessions.forget_next_append("inv1")
+        await db.sessions.append_event(
+            session, Event(author="user", invocation_id="inv1"), along=_start(db)
+        )
     stored = await db.sessions.get_session(app_name="app", user_id="u1", session_id="s1")
     assert stored is not None and stored.events == []
     # An append that fails (its session is gone) does not mark the message started.
     [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
     assert row.stage == "accepted"
     await db.sessions.delete_session(app_name="app", user_id="u1", session_id="s1")
-    db.sessions.with_next_append("inv1", _start(db, owner="peer"))
     with pytest.raises(SessionNotFoundError):
-        await db.sessions.append_event(session, Event(author="user", invocation_id="inv1"))
+        await db.sessions.append_event(
+            session, Event(author="user", invocation_id="inv1"), along=_start(db, owner="peer")
+        )
     [row] = await db.inflight.left_by_others("nobody", now=3.0, dead_after=None)
     assert (row.stage, row.invocation_id) == ("accepted", None)

@@ -199,6 +199,37 @@ async def test_session_since_compaction_without_compaction_is_complete(
     assert window.events_complete
 
 
+class _Refused(Exception):
+    pass
+
+
+async def test_session_append_runs_a_write_along_or_stores_nothing(
+    service: SessionService,
+) -> None:
+    session = await service.create_session(app_name="app", user_id="u1")
+    ran: list[object] = []
+
+    async def along(transaction: object) -> None:
+        ran.append(transaction)
+
+    async def refuse(transaction: object) -> None:
+        raise _Refused
+
+    said = Event(invocation_id="i1", author="user", parts=(Part(text="hi"),))
+    stored = await service.append_event(session, said, along=along)
+    assert len(ran) == 1
+    again = Event(invocation_id="i2", author="user", parts=(Part(text="again"),))
+    with pytest.raises(_Refused):
+        await service.append_event(session, again, along=refuse)
+    # The refused append stored nothing, in the store or in the session object.
+    assert [e.id for e in session.events] == [stored.id]
+    reloaded = await service.get_session(app_name="app", user_id="u1", session_id=session.id)
+    assert reloaded is not None and [e.text for e in reloaded.events] == ["hi"]
+    # The next append takes the id the refused one did not.
+    follow = Event(invocation_id="i2", author="user", parts=(Part(text="later"),))
+    assert (await service.append_event(session, follow)).id == "e2"
+
+
 async def test_session_delete(service: SessionService) -> None:
     session = await service.create_session(app_name="app", user_id="u1", session_id="s1")
     await service.append_event(session, Event(author="user", parts=(Part(text="hi"),)))

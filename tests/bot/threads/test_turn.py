@@ -15,6 +15,7 @@ from bot.slack.message_ts import SlackTsPlugin, message_ts, turn_metadata
 from bot.threads.handoff import hand_to_agent, handoff_agents
 from bot.threads.turn import TurnOutcome, ensure_thread, run_turn
 from storage import Database
+from storage.delivery.inflight import InflightKey, MessageTakenOverError
 from storage.threads import ThreadKey
 from tests.e2e.trees import support_tree
 
@@ -78,6 +79,58 @@ async def test_run_turn_collects_reply_and_transfer_path(db: Database) -> None:
     # The stored events of the invocation give the same outcome (start-up recovery).
     rebuilt = TurnOutcome.of_invocation(session.events, "inv1")
     assert (rebuilt.reply, rebuilt.path) == (outcome.reply, outcome.path)
+
+
+async def test_run_turn_stores_the_callers_write_with_the_users_event(db: Database) -> None:
+    """Slack marks its message started in the transaction that stores the user's event
+    (`with_user_event`); once a peer has taken the message over, that write refuses, so
+    the turn stores nothing and runs no agent."""
+    model = ScriptedModel(["Hello."])
+    runner = Runner(agent=support_tree(model), app_name="support", session_service=db.sessions)
+    record = await ensure_thread(
+        db, KEY, None, new_session_id="s1", app_name="support", user_id="U1"
+    )
+    first, second = (
+        InflightKey(team_id="T1", channel_id="C1", message_ts=ts) for ts in ("1.1", "1.2")
+    )
+    for n, tracked in enumerate((first, second)):
+        assert await db.inflight.accept(
+            tracked, thread_ts=KEY.thread_ts, message={}, delivery_key=f"d{n}", owner="me",
+            now=1.0,
+        )  # fmt: skip
+
+    def started(tracked: InflightKey, invocation_id: str) -> object:
+        return db.inflight.start_in_append(
+            tracked, owner="me", invocation_id=invocation_id, now=2.0, placeholder_ts="1.5"
+        )
+
+    outcome = await run_turn(
+        runner, user_id="U1", session_id=record.session_id, text="hi",
+        invocation_id="inv1", with_user_event=started(first, "inv1"),
+    )  # fmt: skip
+    assert outcome.answered
+    rows = {
+        r.message_ts: r for r in await db.inflight.left_by_others("x", now=3.0, dead_after=None)
+    }
+    assert (rows["1.1"].stage, rows["1.1"].invocation_id, rows["1.1"].placeholder_ts) == (
+        "started",
+        "inv1",
+        "1.5",
+    )
+
+    assert await db.inflight.take_over(rows["1.2"], owner="peer", now=3.0, dead_after=None)
+    with pytest.raises(MessageTakenOverError):
+        await run_turn(
+            runner, user_id="U1", session_id=record.session_id, text="again",
+            invocation_id="inv2", with_user_event=started(second, "inv2"),
+        )  # fmt: skip
+    assert len(model.requests) == 1  # the taken-over turn never reached the model
+    session = await db.sessions.of_thread(record)
+    assert session is not None
+    assert [(e.author, e.text) for e in session.events] == [
+        ("user", "hi"),
+        ("support_supervisor", "Hello."),
+    ]
 
 
 async def test_a_failed_turn_names_its_error_code(db: Database) -> None:

@@ -1,0 +1,240 @@
+"""Showing a reply in its Slack thread, and recording that it was shown.
+
+Before the turn: the reply's stream (`bot.slack.streaming`), started by the reply's
+first content and recorded as it starts, or, where there is no stream, the "thinking"
+placeholder. After it (`conclude`): the stream finished with the reply, or the reply as
+Block Kit in the placeholder (or stopped stream), or as a new message, a long one
+continued in the thread; then the message is finished in the transaction that stores
+the reply with the Slack message it was shown as. A turn without a reply, or a reply
+Slack would not take, goes to `bot.slack.reply_failures`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+
+from agents.runner import find_agent_to_run
+from bot.slack.assistant.status import TurnStatus
+from bot.slack.message_ts import ReplyMessage, stamped
+from bot.slack.messages import IncomingMessage
+from bot.slack.render.blocks import (
+    FAILURE_TEXT,
+    THINKING_TEXT,
+    continuation_blocks,
+    feedback_block,
+    reply_blocks,
+    thinking_blocks,
+    transfer_line,
+)
+from bot.slack.render.limits import SECTION_TEXT
+from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.reply_failures import ReplyFailures
+from bot.slack.services import BotServices
+from bot.slack.streaming import SlackStream, open_stream, reply_metadata
+from bot.slack.thread_posts import ThreadPosts, thread_extra
+from bot.slack.timeline import workflow_steps
+from bot.threads.turn import TurnOutcome
+from storage.delivery.inflight import InflightKey, MessageTakenOverError
+from storage.threads import ThreadKey, ThreadRecord
+
+log = logging.getLogger(__name__)
+
+
+class ReplyPosting:
+    """Puts a turn's reply into its thread: the message it goes into, then the reply."""
+
+    def __init__(self, services: BotServices, posts: ThreadPosts, failures: ReplyFailures):
+        self.services = services
+        self.posts = posts
+        self.failures = failures
+
+    def _limit(self) -> int:
+        """The most text one reply message holds."""
+        return min(self.services.settings.max_message_chars, SECTION_TEXT)
+
+    async def open_stream(
+        self,
+        key: ThreadKey,
+        msg: IncomingMessage,
+        record: ThreadRecord,
+        *,
+        tracked: InflightKey,
+        reply: ReplyMessage,
+        status: TurnStatus,
+    ) -> SlackStream | None:
+        """The reply's stream, started with the reply's first content, unless
+        `STREAMING=off` or Slack will not stream here: then None, and a placeholder is
+        posted instead. A top-level DM's stream runs in its conversation's thread, as
+        Slack's streams are always thread replies; a reply posted whole also shows at
+        the bottom of the DM, as the placeholder flow's does."""
+        settings = self.services.settings
+        if settings.streaming == "off":
+            return None
+        return await open_stream(
+            self.services.client,
+            key,
+            msg,
+            identity=await self.expected_identity(record),
+            limit=self._limit(),
+            interval=settings.stream_append_seconds,
+            steps=workflow_steps(self.services.runner.agent),
+            opened=partial(self._stream_opened, tracked, reply, status),
+        )
+
+    async def _stream_opened(
+        self, tracked: InflightKey, reply: ReplyMessage, status: TurnStatus, ts: str
+    ) -> None:
+        """The reply's stream was just started as message `ts`: the answers stored from
+        here on cite it, the panel's status went with it, and it is recorded for a
+        recovery before anything more is sent."""
+        reply.ts = ts
+        status.replied()
+        db, owner = self.services.db, self.services.owner
+        if not await db.inflight.set_stream(tracked, owner=owner, stream_ts=ts):
+            raise MessageTakenOverError(f"message {tracked.message_ts} was taken over")
+
+    async def placeholder(
+        self, key: ThreadKey, record: ThreadRecord, broadcast: bool
+    ) -> str | None:
+        """The "thinking" message, or None when Slack will not take it right now (the
+        reply is then posted as a new message instead of replacing it)."""
+        try:
+            return await self.posts.post(
+                key,
+                identity=await self.expected_identity(record),
+                broadcast=broadcast,
+                text=THINKING_TEXT,
+                blocks=thinking_blocks(),
+            )
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("placeholder not posted: %s", type(exc).__name__)
+            return None
+
+    async def expected_identity(self, record: ThreadRecord) -> dict[str, Any]:
+        """The placeholder's (or stream's) username: the agent the runner will give this
+        message to.
+
+        chat.update takes no username, so the name a reply shows is the one its
+        placeholder was posted under; a transfer shows in the reply's context line.
+        """
+        if not self.services.settings.chat_write_customize:
+            return {}
+        session = await self.services.db.sessions.of_thread(record, since_compaction=True)
+        root = self.services.runner.agent
+        agent = find_agent_to_run(session, root) if session is not None else root
+        return self.posts.identity(agent.name)
+
+    async def conclude(
+        self,
+        key: ThreadKey,
+        tracked: InflightKey,
+        message_ts: str | None,
+        outcome: TurnOutcome,
+        *,
+        stream: SlackStream | None = None,
+        broadcast: bool = False,
+        status: TurnStatus | None = None,
+        record: ThreadRecord | None = None,
+    ) -> None:
+        """Post what the invocation produced (its reply, or a failure notice) into
+        message `message_ts` (a placeholder; with a `stream`, its message, None until it
+        was started), finished or rewritten in place; with `broadcast`, new posts also
+        show at the bottom of the DM. A reply that reached Slack as a new message is
+        stored with its ts, in the transaction that finishes the message (the session of
+        `record`)."""
+        if outcome.reply is None or not outcome.answered:
+            await self.failures.fail(
+                key,
+                tracked,
+                message_ts,
+                outcome.failure,
+                FAILURE_TEXT,
+                stream=stream,
+                broadcast=broadcast,
+                status=status,
+            )
+            return
+        posted: str | None = None
+        try:
+            finished = stream is not None and await stream.finish(outcome.reply, outcome.transfers)
+            if stream is not None and stream.ts is not None:
+                # Its message, started during the turn or by the flush the finish awaited.
+                message_ts = stream.ts
+            if not finished:
+                posted = await self.post_reply(key, message_ts, outcome, broadcast)
+        except MessageTakenOverError:
+            # Found as the stream started (`_stream_opened`): the peer answers.
+            await self.failures.withdraw(key, stream.ts if stream is not None else None, stream)
+            return
+        except Exception:
+            # The reply is stored but Slack would not take it: tell the thread if we can.
+            log.exception("could not post reply", extra=thread_extra(key))
+            await self.failures.fail(
+                key,
+                tracked,
+                message_ts,
+                "slack_error",
+                FAILURE_TEXT,
+                broadcast=broadcast,
+                status=status,
+            )
+            return
+        if posted is not None and posted != message_ts and status is not None:
+            status.replied()
+        # The reply's message, for an answer stored before it was known (a reply posted
+        # whole, or a stream started by the reply's last event).
+        shown = posted or message_ts
+        reply = stamped(outcome.reply, shown) if shown else None
+        also = None
+        if reply is not None and record is not None:
+            also = self.services.db.sessions.rewrite_in(record, reply)
+        await self.services.db.inflight.finish_answered(
+            tracked,
+            key,
+            owner=self.services.owner,
+            now=time.time(),
+            owner_agent=outcome.reply.author,
+            also=also,
+        )
+
+    async def post_reply(
+        self, key: ThreadKey, message_ts: str | None, outcome: TurnOutcome, broadcast: bool
+    ) -> str:
+        """Show the reply in message `message_ts`, or as new messages, the rest of a long
+        one continued in the thread; the ts of its first."""
+        assert outcome.reply is not None
+        agent = outcome.reply.author
+        transfers = outcome.transfers
+        chunks = split_message(markdown_to_mrkdwn(outcome.reply.text), self._limit())
+        fallback = f"{agent}: {chunks[0]}"
+        if transfers:
+            fallback += f" ({transfer_line(transfers)})"
+        # The feedback buttons close the reply: under its last message.
+        feedback = [feedback_block(outcome.reply.id)]
+        first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
+        first += feedback if len(chunks) == 1 else []
+        identity = self.posts.identity(agent)
+        shown = await self.posts.replace_or_post(
+            key,
+            message_ts,
+            identity,
+            broadcast,
+            text=fallback,
+            blocks=first,
+            metadata=reply_metadata(agent, outcome.reply.invocation_id),
+        )
+        for n, chunk in enumerate(chunks[1:], start=2):
+            await self.posts.post(
+                key,
+                identity=identity,
+                broadcast=broadcast,
+                text=chunk,
+                blocks=continuation_blocks(chunk) + (feedback if n == len(chunks) else []),
+            )
+        return shown
