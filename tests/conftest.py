@@ -1,7 +1,7 @@
 """Suite-wide guards: no test reaches a hosted model or any non-loopback address; and
-every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default), so
-the suite tests what `support-bot serve` runs (`EVENT_LOOP=asyncio|uvloop pytest` runs
-it on either)."""
+every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default, the
+standard library's own), so the suite tests what `support-bot serve` runs
+(`EVENT_LOOP=uvloop pytest` runs it on uvloop)."""
 
 from __future__ import annotations
 
@@ -88,11 +88,9 @@ def pytest_asyncio_loop_factories(
 ) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
     """The shipped loop for every async test (pytest-asyncio's hook)."""
     from bot.config import Settings
-    from bot.event_loop import loop_factory
 
     shipped = os.environ.get("EVENT_LOOP") or Settings.model_fields["event_loop"].default
     factory = _guarded_uvloop() if shipped == "uvloop" else None
     if factory is None:
-        # asyncio's: the serving loop `support-bot serve` runs on (bot/serving_loop.py).
-        return {"asyncio": loop_factory("asyncio") or asyncio.new_event_loop}
+        return {"asyncio": asyncio.new_event_loop}
     return {shipped: factory}
