@@ -1,7 +1,8 @@
-"""Suite-wide guards: no test reaches a hosted model or any non-loopback address; and
-every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default, the
-standard library's own), so the suite tests what `support-bot serve` runs
-(`EVENT_LOOP=uvloop pytest` runs it on uvloop)."""
+"""Suite-wide guards: no test reaches a hosted model or any non-loopback address; every
+`ScriptedModel` a test makes has its script played to the end (unless it says why not,
+`partial=`); and every async test runs on the event loop the bot ships with
+(`EVENT_LOOP`'s default, the standard library's own), so the suite tests what
+`support-bot serve` runs (`EVENT_LOOP=uvloop pytest` runs it on uvloop)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import asyncio
 import ipaddress
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
+
+from agents.models.scripted import record_created
 
 pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.backends"]
 
@@ -60,6 +63,40 @@ def _fresh_metrics() -> None:
     from agents.metrics import REGISTRY
 
     REGISTRY.reset()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep each phase's report on the item, so teardown can tell whether the test passed."""
+    report = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    return report
+
+
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.fixture(autouse=True)
+def _scripts_played_to_the_end(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that passed (its fixtures torn down first, so its bots have stopped),
+    every `ScriptedModel` it made has played its whole script, unless it was made with
+    `partial=` and the reason why it may not."""
+    with record_created() as made:
+        yield
+    reports = request.node.stash.get(_REPORTS, {})
+    if "call" not in reports or not reports["call"].passed:
+        return
+    problems = []
+    for model in made:
+        if model.partial is None:
+            try:
+                model.assert_complete()
+            except AssertionError as exc:
+                problems.append(str(exc))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 def _guarded_uvloop() -> Callable[[], asyncio.AbstractEventLoop] | None:
