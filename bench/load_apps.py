@@ -248,11 +248,8 @@ if __name__ == "__main__":
         # Logs as `support-bot serve` writes them; a bare Bolt app configures nothing.
         configure_logging(config.log_level)
     apps = {"bot": bot, "bare": bare, "bare_stream": bare_stream, "multi": multi}
-    # The bot on the loop it ships with (EVENT_LOOP: bot/serving_loop.py by default); the
-    # bare app on the standard library's own loop, as a bare Bolt app runs
+    # The bot on the loop it ships with (EVENT_LOOP, the standard library's by default);
+    # the bare app on the standard library's too, as a bare Bolt app runs
     # (BARE_EVENT_LOOP=uvloop puts it on uvloop).
-    if bare_app and os.environ.get("BARE_EVENT_LOOP", "asyncio") == "asyncio":
-        asyncio.run(apps[which](config))
-    else:
-        name = "uvloop" if bare_app else config.event_loop
-        run(apps[which](config), name)
+    name = os.environ.get("BARE_EVENT_LOOP", "asyncio") if bare_app else config.event_loop
+    run(apps[which](config), "uvloop" if name == "uvloop" else "asyncio")

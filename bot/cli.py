@@ -53,8 +53,9 @@ def _settings(*, quiet_at_terminal: bool = False) -> Settings:
 
 
 def _run(work: Coroutine[Any, Any, int], settings: Settings) -> int:
-    """Run `work` on the configured event loop (`EVENT_LOOP`, uvloop by default);
-    configuration problems (database, embedded model) end in one line."""
+    """Run `work` on the configured event loop (`EVENT_LOOP`: the standard library's by
+    default, uvloop as an option); configuration problems (database, embedded model) end
+    in one line."""
     from bot.event_loop import run
     from bot.local_model.weights import LocalModelError
     from storage.errors import StorageError

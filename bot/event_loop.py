@@ -1,6 +1,6 @@
-"""The event loop the bot runs on: the standard library's by default (its selector loop,
-serving Slack's requests first: `bot.serving_loop`), uvloop with `EVENT_LOOP=uvloop` (the
-`uvloop` extra, Linux and macOS).
+"""The event loop the bot runs on: the standard library's own by default (asyncio's
+default policy, as `asyncio.run` picks it), uvloop with `EVENT_LOOP=uvloop` (the `uvloop`
+extra, Linux and macOS).
 
 uvloop runs the same coroutines with libuv underneath. Under `bench/slack_load.py` it used
 as much CPU per message as asyncio's loop (four pairs in the same minutes, median ratio
@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
-
-from bot.serving_loop import ServingLoop
 
 EventLoopName = Literal["uvloop", "asyncio"]
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
@@ -36,11 +33,10 @@ def uvloop_factory() -> LoopFactory | None:
 
 
 def loop_factory(name: EventLoopName) -> LoopFactory | None:
-    """The loop constructor for `name`: for `asyncio`, its selector loop with the bot's own
-    server served first (`bot.serving_loop`), or on Windows the standard library's
-    default loop (None)."""
+    """The loop constructor for `name`: None (asyncio's default, as `asyncio.run` uses)
+    for `asyncio`, uvloop's for `uvloop` (None, with a warning, where it is missing)."""
     if name == "asyncio":
-        return None if sys.platform == "win32" else ServingLoop
+        return None
     factory = uvloop_factory()
     if factory is None:
         log.warning("EVENT_LOOP=uvloop but uvloop is not installed: running on asyncio's loop")

@@ -11,6 +11,11 @@ connection inside the caller's transaction; on PostgreSQL it goes through
 Only statements whose parameters and results are plain values (text, numbers, JSON
 written through the column's own bind processor) are run this way; driver errors are
 wrapped as SQLAlchemy wraps them, so `SqlGate` retries and reports them the same.
+
+Everything read from SQLAlchemy here is public: the compiled form's `string`, `binds`
+and `positiontup` (`SQLCompiler`'s documented attributes), each bind's
+`effective_value`, and the processors its type gives the dialect
+(`TypeEngine.dialect_impl(...).bind_processor` / `result_processor`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.expression import Executable
+
+from storage.sqlite_inline import sqlite3_connection
 
 # The SQL, its parameter names in order, bind processors, and the values of the
 # statement's own literals (`last_seq + 1`), which no caller passes.
@@ -75,9 +82,8 @@ class Prepared:
         args = [
             processors[name](values[name]) if name in processors else values[name] for name in names
         ]
-        driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
         try:
-            return driver._conn.execute(sql, args)  # type: ignore[union-attr,no-any-return]
+            return sqlite3_connection(conn).execute(sql, args)
         except sqlite3.Error as exc:
             raise DBAPIError.instance(sql, args, exc, sqlite3.Error) from exc
 
@@ -98,8 +104,12 @@ class Prepared:
         compiled = self._sqlite.get(names)
         if compiled is None:
             form = self.statement.compile(dialect=dialect, column_keys=sorted(names))  # type: ignore[attr-defined]
-            processors = {name: fn for name, fn in form._bind_processors.items() if fn is not None}
             order = tuple(form.positiontup or ())
+            processors = {
+                name: fn
+                for name in order
+                if (fn := form.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+            }
             literals = {
                 name: form.binds[name].effective_value for name in order if name not in names
             }

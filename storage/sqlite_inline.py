@@ -16,6 +16,16 @@ under `bench/slack_load.py`, two greenlet switches, events and a pool reset for 
 The one way a call could block is waiting for another process's write lock, so inline
 connections get a short `busy_timeout` (`INLINE_BUSY_TIMEOUT_MS`); `SqlGate.write` then
 retries with an asynchronous backoff instead of holding up the loop.
+
+Private names, and how they are fenced. aiosqlite has no public hook for where a call
+runs, so `InlineConnection` relies on three of its private names: it overrides
+`Connection._execute` (every call of a connection and its cursors goes through it),
+keeps its closed check (`_running`, `_connection`), and marks its worker thread
+(`_thread`) a daemon, as SQLAlchemy's own `sqlite+aiosqlite` connect does. The `sqlite3`
+connection itself is the one our connector opened (`InlineConnection.sqlite`), not
+aiosqlite's. `pyproject.toml` pins aiosqlite below its next minor release, and
+`tests/storage/test_library_contract.py` fails, naming the attribute, when any of the
+three changes or disappears.
 """
 
 from __future__ import annotations
@@ -34,10 +44,31 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 # Long enough to ride out a checkpoint, short enough not to stall the event loop.
 INLINE_BUSY_TIMEOUT_MS = 50
+# aiosqlite's default rows per fetch when a cursor is iterated.
+_ITER_CHUNK_SIZE = 64
 
 
 class InlineConnection(aiosqlite.Connection):
-    """An aiosqlite connection whose calls run on the caller's thread."""
+    """An aiosqlite connection whose calls run on the caller's thread; `connect` opens
+    the `sqlite3` connection (on aiosqlite's thread, when the connection is awaited)."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._inline_sqlite: sqlite3.Connection | None = None
+
+        def connector() -> sqlite3.Connection:
+            self._inline_sqlite = connect()
+            return self._inline_sqlite
+
+        super().__init__(connector, _ITER_CHUNK_SIZE)
+        # As SQLAlchemy's own connect does: a connection left open never holds up exit.
+        self._thread.daemon = True
+
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The `sqlite3` connection, once the connection has been awaited."""
+        if self._inline_sqlite is None:
+            raise ValueError("no active connection")
+        return self._inline_sqlite
 
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not self._running or not self._connection:
@@ -48,14 +79,15 @@ class InlineConnection(aiosqlite.Connection):
         """Open a transaction now, straight on the sqlite3 connection (no cursor, no
         statement machinery: SQLAlchemy's `begin` event runs this when it begins one),
         unless `inline_transaction` has opened it already."""
-        if not self._conn.in_transaction:
-            self._conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if not self.sqlite.in_transaction:
+            self.sqlite.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def _sqlite(conn: AsyncConnection) -> sqlite3.Connection:
+def sqlite3_connection(conn: AsyncConnection) -> sqlite3.Connection:
+    """The `sqlite3` connection under an inline SQLAlchemy connection."""
     driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
     assert isinstance(driver, InlineConnection)
-    return driver._conn  # type: ignore[return-value]
+    return driver.sqlite
 
 
 def _run(raw: sqlite3.Connection, sql: str) -> None:
@@ -78,7 +110,7 @@ async def inline_transaction(
     `begin` event finds this one open and adds nothing (`InlineConnection.begin`), and
     which is then committed or rolled back through SQLAlchemy, ending this one with it.
     """
-    raw = _sqlite(conn)
+    raw = sqlite3_connection(conn)
     _run(raw, "BEGIN IMMEDIATE" if immediate else "BEGIN")
     try:
         yield conn
@@ -101,8 +133,7 @@ def inline_creator(url: URL) -> Callable[[], Any]:
     params["check_same_thread"] = False  # opened on aiosqlite's thread, used on the loop's
 
     async def connect() -> InlineConnection:
-        connection = InlineConnection(partial(sqlite3.connect, *args, **params), 64)
-        connection._thread.daemon = True
+        connection = InlineConnection(partial(sqlite3.connect, *args, **params))
         await connection
         return connection
 

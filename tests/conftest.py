@@ -1,7 +1,8 @@
-"""Suite-wide guards: no test reaches a hosted model or any non-loopback address; and
-every async test runs on the event loop the bot ships with (`EVENT_LOOP`'s default), so
-the suite tests what `support-bot serve` runs (`EVENT_LOOP=asyncio|uvloop pytest` runs
-it on either)."""
+"""Suite-wide guards: no test reaches a hosted model or any non-loopback address; every
+`ScriptedModel` a test makes has its script played to the end (unless it says why not,
+`partial=`); and every async test runs on the event loop the bot ships with
+(`EVENT_LOOP`'s default, the standard library's own), so the suite tests what
+`support-bot serve` runs (`EVENT_LOOP=uvloop pytest` runs it on uvloop)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import asyncio
 import ipaddress
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
+
+from agents.models.scripted import record_created
 
 pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.backends"]
 
@@ -62,6 +65,40 @@ def _fresh_metrics() -> None:
     REGISTRY.reset()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep each phase's report on the item, so teardown can tell whether the test passed."""
+    report = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    return report
+
+
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.fixture(autouse=True)
+def _scripts_played_to_the_end(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that passed (its fixtures torn down first, so its bots have stopped),
+    every `ScriptedModel` it made has played its whole script, unless it was made with
+    `partial=` and the reason why it may not."""
+    with record_created() as made:
+        yield
+    reports = request.node.stash.get(_REPORTS, {})
+    if "call" not in reports or not reports["call"].passed:
+        return
+    problems = []
+    for model in made:
+        if model.partial is None:
+            try:
+                model.assert_complete()
+            except AssertionError as exc:
+                problems.append(str(exc))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
 def _guarded_uvloop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's loop with the loopback guard: uvloop connects to a host name or address
     in C (libuv), past the `socket.connect` patched above, so its `create_connection`
@@ -88,11 +125,9 @@ def pytest_asyncio_loop_factories(
 ) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
     """The shipped loop for every async test (pytest-asyncio's hook)."""
     from bot.config import Settings
-    from bot.event_loop import loop_factory
 
     shipped = os.environ.get("EVENT_LOOP") or Settings.model_fields["event_loop"].default
     factory = _guarded_uvloop() if shipped == "uvloop" else None
     if factory is None:
-        # asyncio's: the serving loop `support-bot serve` runs on (bot/serving_loop.py).
-        return {"asyncio": loop_factory("asyncio") or asyncio.new_event_loop}
+        return {"asyncio": asyncio.new_event_loop}
     return {shipped: factory}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from agents.events import FunctionCall, Part, Usage
@@ -28,7 +29,9 @@ class ScriptedModel:
 
     A step is a string (text), an `LlmResponse`, an exception to raise, or a callable
     that receives the request and returns either. A call with no step left raises
-    `UnexpectedModelCall`; `assert_complete()` fails if steps are left over.
+    `UnexpectedModelCall`; `assert_complete()` fails if steps are left over, and the test
+    suite calls it after every test for each model made during it (`record_created`),
+    unless `partial` gives the reason why this script may end with steps unplayed.
     `decide_first` plays a model without native tool calling (see `agents.llm.decision`).
 
     Streamed (`generate_stream`), a text answer arrives as deltas of `chunk_chars`
@@ -44,13 +47,17 @@ class ScriptedModel:
         decide_first: bool = False,
         chunk_chars: int = 8,
         chunk_delay: float = 0.0,
+        partial: str | None = None,
     ) -> None:
         self.name = name
+        self.partial = partial
         self.decide_first = decide_first
         self.chunk_chars = chunk_chars
         self.chunk_delay = chunk_delay
         self._steps: deque[Step] = deque(steps)
         self.requests: list[LlmRequest] = []
+        for made in _recording:
+            made.append(self)
 
     def add(self, *steps: Step) -> ScriptedModel:
         self._steps.extend(steps)
@@ -102,8 +109,29 @@ class ScriptedModel:
         raise TypeError(f"unsupported scripted step {step!r}")
 
     def assert_complete(self) -> None:
+        """Fail if scripted steps are left over."""
         if self._steps:
-            raise AssertionError(f"{len(self._steps)} scripted model steps were never used")
+            raise AssertionError(
+                f"{len(self._steps)} scripted model steps of {self.name!r} were never used "
+                f"(after {len(self.requests)} calls); trim the script, or say why it may end "
+                "early with ScriptedModel(..., partial=reason)"
+            )
+
+
+# The lists of the `record_created` blocks open now.
+_recording: list[list[ScriptedModel]] = []
+
+
+@contextlib.contextmanager
+def record_created() -> Iterator[list[ScriptedModel]]:
+    """Every `ScriptedModel` made while the block runs, in the list it yields (the test
+    suite checks each one's script was played to the end)."""
+    made: list[ScriptedModel] = []
+    _recording.append(made)
+    try:
+        yield made
+    finally:
+        _recording.remove(made)
 
 
 def _usage(request: LlmRequest, text: str) -> Usage:

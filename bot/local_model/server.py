@@ -198,7 +198,7 @@ class LocalModelServer:
             start_new_session=True,
         )
         try:
-            address = await self._wait_ready(started)
+            address = await self._wait_until_listening(started)
         except BaseException:
             self._failed = True
             await self.stop()
@@ -246,7 +246,7 @@ class LocalModelServer:
             weights, alias=self.spec.alias, threads=self.settings.threads, ctx=self.settings.ctx
         )
 
-    async def _wait_ready(self, started: float) -> str:
+    async def _wait_until_listening(self, started: float) -> str:
         assert self._process is not None and self._process.stdout is not None
         ticker = asyncio.create_task(self._tick(started))
         try:

@@ -54,7 +54,7 @@ class TransientErrorRetryHandler(AsyncRetryHandler):
     """Retries any 5xx (slack_sdk's own handler knows only 500 and 503) and the transient
     error bodies, whatever their status."""
 
-    async def _can_retry_async(
+    async def can_retry_async(
         self,
         *,
         state: RetryState,
@@ -62,6 +62,8 @@ class TransientErrorRetryHandler(AsyncRetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> bool:
+        if state.current_attempt >= self.max_retry_count:
+            return False
         if response is None or response.status_code == 429:
             return False  # 429 belongs to the rate-limit handler, which honours Retry-After
         error_code = (response.body or {}).get("error")

@@ -18,7 +18,6 @@ from bot import garbage_collector
 from bot.config import Settings, secret
 from bot.digests.scheduler import start_scheduler
 from bot.ops.heartbeat import add_heartbeat
-from bot.serving_loop import serve_site_first
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.client import SlackClient
 from bot.slack.services import BotServices
@@ -63,10 +62,7 @@ async def run_web(
         # Start-up (the app's on_startup hooks included) is done; nothing waits yet.
         garbage_collector.tune(settings.gc_young_threshold)
     await site.start()
-    # Slack's requests ahead of the replies in flight (bot/serving_loop.py); in Socket
-    # Mode this server only answers health checks.
-    first = not socket_mode and serve_site_first(site)
-    log.info("listening", extra={"host": host, "port": settings.port, "requests_first": first})
+    log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
     finally:

@@ -9,7 +9,6 @@ import pytest
 
 from bot.config import Settings
 from bot.event_loop import run, running_loop_name
-from bot.serving_loop import ServingLoop
 from tests.conftest import _guarded_uvloop
 
 
@@ -21,13 +20,20 @@ async def _loop_type() -> type:
     return type(asyncio.get_running_loop())
 
 
+def _stock_loop_type() -> type:
+    """The class of the loop asyncio's default policy makes."""
+    loop = asyncio.new_event_loop()
+    loop.close()
+    return type(loop)
+
+
 def test_the_bot_runs_on_asyncio_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVENT_LOOP", raising=False)
     settings = Settings(_env_file=None)
     assert settings.event_loop == "asyncio"
     assert run(_loop_name(), settings.event_loop) == "asyncio"
-    # asyncio's selector loop, serving Slack's requests first (bot/serving_loop.py).
-    assert run(_loop_type(), settings.event_loop) is ServingLoop
+    # The standard library's own loop, as `asyncio.run` makes it.
+    assert run(_loop_type(), settings.event_loop) is _stock_loop_type()
 
 
 def test_event_loop_uvloop_runs_the_bot_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,7 +47,7 @@ async def test_the_suite_runs_on_the_shipped_loop() -> None:
 
     assert running_loop_name() == (os.environ.get("EVENT_LOOP") or "asyncio")
     if running_loop_name() == "asyncio":
-        assert isinstance(asyncio.get_running_loop(), ServingLoop)
+        assert type(asyncio.get_running_loop()) is _stock_loop_type()
 
 
 def test_the_loopback_guard_holds_on_uvloop() -> None:

@@ -21,7 +21,6 @@ from agents.base_agent import BaseAgent
 from agents.runner import Runner
 from bot.config import Settings
 from bot.digests.job import DigestJob
-from bot.serving_loop import serve_site_first
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
 from bot.slack.services import BotServices
@@ -127,10 +126,7 @@ class BotHarness:
         await harness._runner.setup()
         site = web.TCPSite(harness._runner, "127.0.0.1", 0)
         await site.start()
-        # As `support-bot serve` listens: Slack's requests first (bot/serving_loop.py; in
-        # this one process the fake Slack API's connections come first too).
-        serve_site_first(site)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = harness._runner.addresses[0][1]
         harness.url = f"http://127.0.0.1:{port}"
         harness.http = aiohttp.ClientSession()
         return harness

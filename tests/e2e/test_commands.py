@@ -26,9 +26,16 @@ RECORD = {
 
 
 async def _thread_with_history(
-    slack: FakeSlackApi, start_bot: StartBot, summaries: list, **settings: Any
+    slack: FakeSlackApi,
+    start_bot: StartBot,
+    summaries: list,
+    *,
+    later_answers: tuple[str, ...] = (),
+    **settings: Any,
 ) -> BotHarness:
-    model = ScriptedModel(["A refund for order 4411 is being processed.", "Refund confirmed."])
+    """A thread whose first message was answered; `later_answers` answer the messages a
+    test sends after it."""
+    model = ScriptedModel(["A refund for order 4411 is being processed.", *later_answers])
     bot = await start_bot(
         support_tree(model),
         summarizer=SummaryService(ScriptedModel(summaries)),
@@ -120,7 +127,9 @@ async def test_commands_bad_link_unknown_thread_and_agent_get_clear_errors(
 async def test_commands_handoff_to_person_posts_record_and_stops_replies(
     slack: FakeSlackApi, start_bot: StartBot, database
 ) -> None:
-    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    bot = await _thread_with_history(
+        slack, start_bot, [json.dumps(RECORD)], later_answers=("Refund confirmed.",)
+    )
     await bot.send_command("/handoff", f"{LINK} <@U2|bob> please call them")
     await bot.idle()
     posts = slack.calls_to("chat.postMessage")
@@ -146,7 +155,9 @@ async def test_commands_handoff_to_person_posts_record_and_stops_replies(
 async def test_commands_handoff_to_agent_starts_new_session_owned_by_agent(
     slack: FakeSlackApi, start_bot: StartBot, database
 ) -> None:
-    bot = await _thread_with_history(slack, start_bot, [json.dumps(RECORD)])
+    bot = await _thread_with_history(
+        slack, start_bot, [json.dumps(RECORD)], later_answers=("Refund confirmed.",)
+    )
     key = ThreadKey(team_id="T1", channel_id="C1", thread_ts=ROOT)
     old = await database.threads.get(key)
     await bot.send_command("/handoff", f"{LINK} billing_agent")

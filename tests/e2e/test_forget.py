@@ -163,7 +163,8 @@ async def test_forget_clears_what_quotes_a_speaker_in_another_users_session_and_
         tmp_path, slack, summary_mode="incremental", compaction_interval=2, model="openai/scripted"
     )
     model = ScriptedModel([f"Answer {n}." for n in range(5)])
-    compaction = ScriptedModel([f"Summary {n}: U2 wrote u2@example.com." for n in range(4)])
+    # Five turns compact twice (`compaction_interval=2`).
+    compaction = ScriptedModel([f"Summary {n}: U2 wrote u2@example.com." for n in range(2)])
     summaries = TranscriptSummarizer()
     models = Models(
         main=model, summary=summaries, compaction=compaction, factory=lambda _: model, label="t"

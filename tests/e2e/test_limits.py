@@ -164,7 +164,6 @@ async def test_limits_acks_go_first_while_the_event_loop_is_behind(
         while not gate.held:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         roots = [f"1700000500.{n:06d}" for n in range(count)]
-        started = time.monotonic()
         # One DM per customer: top-level messages of one DM would be one ordered conversation.
         responses = await asyncio.gather(
             *(
@@ -172,11 +171,13 @@ async def test_limits_acks_go_first_while_the_event_loop_is_behind(
                 for n, ts in enumerate(roots)
             )
         )
-        acked_in = time.monotonic() - started
         assert [r.status for r in responses] == [200] * count
-        assert acked_in < 3.0, "acks slid past Slack's retry window"
+        # The acks did not wait for the gate: all came back while some of the messages
+        # they acknowledged were still held back from starting.
+        started_when_acked = len(model.requests)
+        assert started_when_acked < count
         # Every message is durable before its ack; their starts waited at the gate.
-        assert await inflight_rows(bot.services.db) + len(model.requests) >= count
+        assert await inflight_rows(bot.services.db) + started_when_acked >= count
         assert REGISTRY.get("support_bot_held_starts_total") > held_before
     finally:
         stop.set()
@@ -266,11 +267,11 @@ async def test_limits_a_hook_with_nothing_due_takes_no_slot() -> None:
     limited = LimitedHook(hook, limit, Priority.DIGEST, due=lambda _, inv: inv == "i2")
     async with limit.slot(Priority.REPLY):
         # Every slot is taken: a hook with nothing to do returns at once all the same.
-        await asyncio.wait_for(limited(object(), "i1"), 1)
+        await asyncio.wait_for(limited(object(), "i1"), 10)
         waiting = asyncio.create_task(limited(object(), "i2"))
         await asyncio.sleep(0.05)
         assert not waiting.done() and limit.waiting == 1
-    await asyncio.wait_for(waiting, 1)
+    await asyncio.wait_for(waiting, 10)
     assert ran == ["i2"]
 
 

@@ -121,7 +121,7 @@ async def test_a_sqlite_accept_cancelled_while_waiting_to_write_hands_its_batch_
         await asyncio.sleep(0)
         release.set()
         await holder
-        assert await asyncio.wait_for(second, 2) is True
+        assert await asyncio.wait_for(second, 10) is True
         assert first.cancelled()
         await asyncio.sleep(0.05)
         left = await db.inflight.left_by_others("nobody", now=2.0, dead_after=None)

@@ -27,7 +27,7 @@ async def test_sqlite_statements_run_on_the_event_loop_thread(tmp_path: Path) ->
         async with db.engine.connect() as conn:
             raw = await conn.get_raw_connection()
             assert isinstance(raw.driver_connection, InlineConnection)
-            sqlite = raw.driver_connection._conn
+            sqlite = raw.driver_connection.sqlite
             sqlite.create_function("whose_thread", 0, lambda: seen.append(threading.get_ident()))
             await conn.exec_driver_sql("SELECT whose_thread()")
     finally:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import email.utils
-import time
+from types import SimpleNamespace
 
 import pytest
 
+from agents.models import retry as retry_module
 from agents.models.retry import RetryPolicy, classify, parse_retry_after
 
 
@@ -43,14 +44,18 @@ def test_retry_classify_reads_retry_after() -> None:
     assert classify(HttpError(429, {"Retry-After": "7"})).retry_after == 7.0
 
 
-def test_retry_parse_retry_after_forms() -> None:
+def test_retry_parse_retry_after_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
     assert parse_retry_after({"Retry-After": "2"}) == 2.0
     assert parse_retry_after({"Retry-After": "soon"}) is None
     assert parse_retry_after({}) is None
-    later = email.utils.formatdate(time.time() + 30, usegmt=True)
-    seconds = parse_retry_after({"Retry-After": later})
-    assert seconds is not None and 25 < seconds <= 30
+    # An HTTP date counts from the clock's now, held still here.
+    now = 1_700_000_000.0
+    monkeypatch.setattr(retry_module, "time", SimpleNamespace(time=lambda: now))
+    later = email.utils.formatdate(now + 30, usegmt=True)
+    assert parse_retry_after({"Retry-After": later}) == 30.0
+    earlier = email.utils.formatdate(now - 30, usegmt=True)
+    assert parse_retry_after({"Retry-After": earlier}) == 0.0
 
 
 def test_retry_delay_grows_with_jitter_and_respects_bounds() -> None:

@@ -24,10 +24,10 @@ SLOW = 2.0
 
 class SlowSummaries:
     """The real summary service, after a wait longer than several leases (a hosted model
-    retrying, say)."""
+    retrying, say), writing `records` summaries (a call past them fails the test)."""
 
-    def __init__(self, delay: float) -> None:
-        self.inner = SummaryService(ScriptedModel([greeting_record] * 4))
+    def __init__(self, delay: float, records: int) -> None:
+        self.inner = SummaryService(ScriptedModel([greeting_record] * records))
         self.delay = delay
 
     async def summarize(self, session: Session) -> Any:
@@ -35,10 +35,12 @@ class SlowSummaries:
         return await self.inner.summarize(session)
 
 
-def process(db: Database, client: AsyncWebClient, owner: str, delay: float) -> DigestJob:
+def process(
+    db: Database, client: AsyncWebClient, owner: str, delay: float, records: int
+) -> DigestJob:
     return DigestJob(
         db=db,
-        summarizer=SlowSummaries(delay),
+        summarizer=SlowSummaries(delay, records),
         client=client,
         lead_channel=LEAD,
         idle_after=0.0,
@@ -56,10 +58,10 @@ async def test_slow_summary_keeps_its_lease_and_the_thread_gets_one_digest(
         await seed_thread(first, "100.000001", greeting(1), now=time.time() - 10)
         for db, owner in ((first, "proc-a"), (second, "proc-b")):
             await db.owners.beat(owner, now=time.time())
-        slow = process(first, client, "proc-a", SLOW)
+        slow = process(first, client, "proc-a", SLOW, records=1)
         running = asyncio.create_task(slow.run_once())
         # The peer scans again and again while the slow summary outlasts several leases.
-        peer = process(second, client, "proc-b", 0.0)
+        peer = process(second, client, "proc-b", 0.0, records=0)
         taken = []
         for _ in range(int(SLOW / 0.2)):
             await asyncio.sleep(0.2)

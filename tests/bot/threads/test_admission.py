@@ -25,10 +25,10 @@ async def test_waiting_counts_only_work_still_queued() -> None:
     await asyncio.sleep(0)
     assert limit.waiting == 2
     release.set()
-    await asyncio.wait_for(asyncio.gather(holder, *queued[1:]), 1)
+    await asyncio.wait_for(asyncio.gather(holder, *queued[1:]), 10)
     assert limit.waiting == 0
     # Every slot came back: the next one starts at once.
-    await asyncio.wait_for(hold(limit, Priority.REPLY, release), 1)
+    await asyncio.wait_for(hold(limit, Priority.REPLY, release), 10)
 
 
 async def test_a_waiter_granted_as_it_is_cancelled_hands_its_slot_on() -> None:
@@ -42,5 +42,5 @@ async def test_a_waiter_granted_as_it_is_cancelled_hands_its_slot_on() -> None:
     release.set()
     await holder  # its slot goes to `first`, which is cancelled before it runs
     first.cancel()
-    await asyncio.wait_for(second, 1)
+    await asyncio.wait_for(second, 10)
     assert first.cancelled() and limit.waiting == 0
