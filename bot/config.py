@@ -166,7 +166,9 @@ class Settings(BaseSettings):
     shutdown_timeout_seconds: float = 20.0
     chat_write_customize: bool = Field(
         default=False,
-        description="The app has chat:write.customize: post replies under the agent's name.",
+        description="Post replies under the agent's name. Needs the chat:write.customize "
+        "scope, which manifest.yml does not request: add it under oauth_config.scopes.bot "
+        "and reinstall the app before turning this on.",
     )
     streaming: Literal["auto", "off"] = Field(
         default="auto",
