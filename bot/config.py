@@ -119,6 +119,21 @@ class Settings(BaseSettings):
         "traffic, so health and metrics stay private unless opened here).",
     )
 
+    http_max_connections: int = Field(
+        default=512,
+        gt=0,
+        description="Connections the web server holds at once; one more closes the one "
+        "that has waited longest without a request (keep it well under the process's file "
+        "descriptor limit, which the database and the Web API client share).",
+    )
+    http_request_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A connection that has not delivered a whole request (headers and body) "
+        "this long after it opened or after its last response is closed: idle keep-alive, "
+        "slow headers and slow bodies alike.",
+    )
+
     app_name: str = "support_bot"
     bot_answers_other_bots: bool = False
     max_concurrent_invocations: int = Field(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -127,7 +128,8 @@ def build_web_app(
     extra_health: HealthCheck | None = None,
     on_close: Callable[[], Awaitable[None]] | None = None,
 ) -> web.Application:
-    """The aiohttp app: Slack events (HTTP mode only), health and metrics, graceful drain."""
+    """The aiohttp app: Slack events (HTTP mode only), health and metrics (in HTTP mode
+    to loopback peers only), graceful drain."""
     app = web.Application()
     app[SERVICES_KEY] = services
     app[BOLT_KEY] = bolt
@@ -154,7 +156,14 @@ def build_web_app(
         bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers={**headers})
         return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 
+    def private(request: web.Request) -> None:
+        # HTTP mode listens where Slack (and anyone) can reach it: health and counters
+        # answer only this host (docs/http-mode.md). Socket Mode binds loopback already.
+        if http_events and not _from_loopback(request):
+            raise web.HTTPNotFound()
+
     async def healthz(request: web.Request) -> web.Response:
+        private(request)
         checks = {"database": await _healthy(services.db.healthcheck)}
         if extra_health is not None:
             checks["socket"] = await _healthy(extra_health)
@@ -163,6 +172,7 @@ def build_web_app(
         return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(request: web.Request) -> web.Response:
+        private(request)
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)
         return web.Response(
             body=REGISTRY.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST}
@@ -209,6 +219,17 @@ def _signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -
     try:
         return verifier.is_valid_request(body, headers)
     except ValueError:  # a timestamp header that is not a number
+        return False
+
+
+def _from_loopback(request: web.Request) -> bool:
+    """Whether the connection itself comes from this host (no forwarded header counts)."""
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    if not peer:
+        return False
+    try:
+        return ipaddress.ip_address(peer[0]).is_loopback
+    except ValueError:  # a Unix socket's path
         return False
 
 

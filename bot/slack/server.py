@@ -18,9 +18,9 @@ from bot import garbage_collector
 from bot.config import Settings, secret
 from bot.digests.scheduler import start_scheduler
 from bot.ops.heartbeat import add_heartbeat
-from bot.serving_loop import serve_site_first
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.client import SlackClient
+from bot.slack.connection_guard import ConnectionGuard
 from bot.slack.services import BotServices
 from bot.threads.admission import PriorityLimit
 from bot.threads.loop_lag import LoopLagGate
@@ -40,6 +40,54 @@ async def wait_for_signal() -> None:
     await stop.wait()
 
 
+class WebFront:
+    """A web app being served through a `ConnectionGuard` (see `start_web`)."""
+
+    def __init__(
+        self, runner: web.AppRunner, listener: asyncio.Server, guard: ConnectionGuard
+    ) -> None:
+        self.runner = runner
+        self.listener = listener
+        self.guard = guard
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one chosen when asked for port 0)."""
+        return int(self.listener.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening, shut the app down (its `on_shutdown` hooks drain the worker),
+        then close whatever connection is left."""
+        self.listener.close()
+        await self.runner.cleanup()
+        self.guard.close_all()
+        await self.listener.wait_closed()
+
+
+async def start_web(
+    web_app: web.Application, settings: Settings, *, host: str, port: int
+) -> WebFront:
+    """Start `web_app` (its `on_startup` hooks run first) and listen on `host:port`, with
+    connections capped and timed (`ConnectionGuard`: `HTTP_MAX_CONNECTIONS`,
+    `HTTP_REQUEST_TIMEOUT_SECONDS`) and aiohttp's keep-alive no longer than the guard's
+    timeout."""
+    guard = ConnectionGuard(
+        max_connections=settings.http_max_connections,
+        request_timeout=settings.http_request_timeout_seconds,
+    )
+    web_app.middlewares.append(guard.middleware)
+    runner = web.AppRunner(
+        web_app,
+        access_log=None,
+        shutdown_timeout=5,
+        keepalive_timeout=settings.http_request_timeout_seconds,
+    )
+    await runner.setup()
+    assert runner.server is not None  # set up
+    listener = await guard.listen(runner.server, host, port)
+    return WebFront(runner, listener, guard)
+
+
 async def run_web(
     web_app: web.Application,
     settings: Settings,
@@ -48,29 +96,21 @@ async def run_web(
     socket_mode: bool = False,
     tune_collector: bool = True,
 ) -> None:
-    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes;
-    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`). Just
-    before it listens, the garbage collector is set for serving (`bot.garbage_collector`)
-    unless `tune_collector` is False.
-
-    aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
+    """Serve `web_app` on `settings.port` (`start_web`) until `stop` (default: a signal)
+    completes; in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`).
+    Once the app has started, the garbage collector is set for serving
+    (`bot.garbage_collector`) unless `tune_collector` is False.
     """
-    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
-    await runner.setup()
     host = settings.listen_host(socket_mode=socket_mode)
-    site = web.TCPSite(runner, host, settings.port)
+    front = await start_web(web_app, settings, host=host, port=settings.port)
     if tune_collector:
         # Start-up (the app's on_startup hooks included) is done; nothing waits yet.
         garbage_collector.tune(settings.gc_young_threshold)
-    await site.start()
-    # Slack's requests ahead of the replies in flight (bot/serving_loop.py); in Socket
-    # Mode this server only answers health checks.
-    first = not socket_mode and serve_site_first(site)
-    log.info("listening", extra={"host": host, "port": settings.port, "requests_first": first})
+    log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
     finally:
-        await runner.cleanup()
+        await front.stop()
 
 
 async def serve_http(

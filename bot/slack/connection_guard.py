@@ -1,0 +1,187 @@
+"""The web server's connections, bounded: how many one process holds, and how long one
+may take to send a request.
+
+aiohttp keeps a connection that never completes its request for as long as its
+keep-alive allows, and takes as many as arrive, so one client holding half-sent
+requests could use up the process's file descriptors, and with them Slack's signed
+requests and the bot's own Web API calls. `ConnectionGuard` wraps aiohttp's protocol
+factory (`web.Server`, a documented `create_server` protocol factory) and so sees every
+connection from the moment it is accepted:
+
+- A connection has `request_timeout` seconds, from when it opens or its last response
+  is handed to aiohttp, to deliver a whole request, headers and body; otherwise it is
+  closed. This covers idle keep-alive, slow headers and slow bodies alike.
+- At most `max_connections` are held. One more arriving closes the connection that has
+  waited longest without a request in hand; when every one is serving a request, the
+  newcomer is closed instead. Requests being served are never cut.
+
+A request counts as in hand once `middleware` has read its body (bounded by the app's
+`client_max_size`), so a body trickled in byte by byte is still on the clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from agents.metrics import REGISTRY
+
+log = logging.getLogger(__name__)
+
+REGISTRY.describe(
+    "support_bot_http_connections_closed_total",
+    "counter",
+    "Web server connections the guard closed, by reason (timeout, evicted, refused)",
+)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class _Connection:
+    transport: asyncio.Transport
+    busy: bool = False
+    timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+
+
+class ConnectionGuard:
+    """Caps and times the connections of the listeners it serves (see the module)."""
+
+    def __init__(self, *, max_connections: int, request_timeout: float) -> None:
+        if max_connections < 1 or request_timeout <= 0:
+            raise ValueError("max_connections must be >= 1 and request_timeout > 0")
+        self.max_connections = max_connections
+        self.request_timeout = request_timeout
+        # Insertion order is waiting order: a connection moves to the end when it starts
+        # waiting again, so the first one not busy has waited longest.
+        self._open: dict[asyncio.BaseTransport, _Connection] = {}
+
+    @property
+    def open_connections(self) -> int:
+        """Connections held now."""
+        return len(self._open)
+
+    async def listen(self, factory: web.Server, host: str, port: int) -> asyncio.Server:
+        """Listen on `host:port`, serving each admitted connection with `factory`."""
+        loop = asyncio.get_running_loop()
+        return await loop.create_server(
+            lambda: _GuardedProtocol(self, factory), host, port, reuse_address=True
+        )
+
+    def close_all(self) -> None:
+        """Close every connection still held (after the server has shut down)."""
+        for connection in list(self._open.values()):
+            connection.transport.abort()
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Mark the request's connection busy once its body is in, and waiting again
+        once the response is handed back."""
+        await request.read()
+        connection = self._open.get(request.transport) if request.transport else None
+        if connection is not None:
+            self._busy(connection)
+        try:
+            return await handler(request)
+        finally:
+            if connection is not None and connection.transport in self._open:
+                self._waiting(connection)
+
+    def admit(self, transport: asyncio.Transport) -> bool:
+        """Hold `transport`, closing the longest-waiting connection when at the cap;
+        False when every held connection is serving a request (close the newcomer)."""
+        if len(self._open) >= self.max_connections:
+            idle = next((c for c in self._open.values() if not c.busy), None)
+            if idle is None:
+                _closed("refused")
+                return False
+            _closed("evicted")
+            self._drop(idle)
+            idle.transport.close()
+        connection = _Connection(transport)
+        self._open[transport] = connection
+        self._waiting(connection)
+        return True
+
+    def release(self, transport: asyncio.BaseTransport) -> None:
+        """Forget `transport`, which has closed."""
+        connection = self._open.get(transport)
+        if connection is not None:
+            self._drop(connection)
+
+    def _busy(self, connection: _Connection) -> None:
+        connection.busy = True
+        if connection.timer is not None:
+            connection.timer.cancel()
+            connection.timer = None
+
+    def _waiting(self, connection: _Connection) -> None:
+        connection.busy = False
+        if connection.timer is not None:
+            connection.timer.cancel()
+        self._open.pop(connection.transport, None)
+        self._open[connection.transport] = connection
+        loop = asyncio.get_running_loop()
+        connection.timer = loop.call_later(self.request_timeout, self._expire, connection)
+
+    def _expire(self, connection: _Connection) -> None:
+        connection.timer = None
+        if connection.busy or connection.transport not in self._open:
+            return
+        _closed("timeout")
+        self._drop(connection)
+        connection.transport.abort()
+
+    def _drop(self, connection: _Connection) -> None:
+        if connection.timer is not None:
+            connection.timer.cancel()
+            connection.timer = None
+        self._open.pop(connection.transport, None)
+
+
+def _closed(reason: str) -> None:
+    REGISTRY.inc("support_bot_http_connections_closed_total", reason=reason)
+
+
+class _GuardedProtocol(asyncio.Protocol):
+    """aiohttp's protocol for one connection, created only once the guard admits it."""
+
+    def __init__(self, guard: ConnectionGuard, factory: web.Server) -> None:
+        self._guard = guard
+        self._factory = factory
+        self._inner: asyncio.Protocol | None = None
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        if not self._guard.admit(transport):
+            transport.abort()
+            return
+        self._inner = self._factory()
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._inner is not None:
+            self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._transport is not None:
+            self._guard.release(self._transport)
+        if self._inner is not None:
+            self._inner.connection_lost(exc)
