@@ -11,8 +11,9 @@ import time
 from typing import Any
 
 # Slack tokens (xoxb-, xoxp-, xoxe-, xapp-, ...), model API keys (sk-..., sk-ant-...),
-# bearer and basic authorization headers and the password in a URL (postgresql://user:PASSWORD@host) never
-# reach a log line. Groups 1 and 2 are prefixes kept in front of the mask.
+# bearer and basic authorization headers and the password in a URL
+# (postgresql://user:PASSWORD@host) never reach a log line. Groups 1 and 2 are
+# prefixes kept in front of the mask.
 _SECRET = re.compile(
     r"\b(?:xox[abeposr](?:\.[A-Za-z0-9]+)?-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+"
     r"|sk-[A-Za-z0-9_-]{8,})"

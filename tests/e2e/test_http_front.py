@@ -73,6 +73,7 @@ async def test_front_acks_signed_events_while_junk_keeps_arriving(
     model = ScriptedModel([f"answer {n}" for n in range(3)])
     bot, _ = await serve(model)
     done = asyncio.Event()
+    flowing = asyncio.Event()
     junk_statuses: list[int] = []
     junk_after_ack = 0
 
@@ -84,14 +85,15 @@ async def test_front_acks_signed_events_while_junk_keeps_arriving(
                     f"{bot.url}/slack/events", data=b'{"type":"event_callback"}' * 50
                 ) as r:
                     junk_statuses.append(r.status)
+                if len(junk_statuses) >= 50:
+                    flowing.set()
                 if done.is_set():
                     junk_after_ack += 1
                     if junk_after_ack >= JUNK_CLIENTS * 5:
                         return
 
     clients = [asyncio.create_task(junk()) for _ in range(JUNK_CLIENTS)]
-    while len(junk_statuses) < 50:  # the junk is flowing before Slack's events come
-        await asyncio.sleep(0.01)
+    await flowing.wait()  # the junk is flowing before Slack's events come
     acks = []
     for n in range(3):
         acks.append((await bot.send_event(dm(f"question {n}", ts=f"1700000200.00010{n}"))).status)
