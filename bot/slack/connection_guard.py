@@ -12,8 +12,10 @@ connection from the moment it is accepted:
   is handed to aiohttp, to deliver a whole request, headers and body; otherwise it is
   closed. This covers idle keep-alive, slow headers and slow bodies alike.
 - At most `max_connections` are held. One more arriving closes the connection that has
-  waited longest without a request in hand; when every one is serving a request, the
-  newcomer is closed instead. Requests being served are never cut.
+  waited longest without a request in hand, sparing those whose last request succeeded
+  (Slack's keep-alive connections, which junk and half-sent requests never earn) until
+  no other is left; when every one is serving a request, the newcomer is closed
+  instead. Requests being served are never cut.
 
 A request counts as in hand once `middleware` has read its body (bounded by the app's
 `client_max_size`), so a body trickled in byte by byte is still on the clock.
@@ -25,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from aiohttp import web
 
@@ -45,6 +48,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class _Connection:
     transport: asyncio.Transport
     busy: bool = False
+    proven: bool = False  # its last response was a success
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
@@ -56,9 +60,13 @@ class ConnectionGuard:
             raise ValueError("max_connections must be >= 1 and request_timeout > 0")
         self.max_connections = max_connections
         self.request_timeout = request_timeout
-        # Insertion order is waiting order: a connection moves to the end when it starts
-        # waiting again, so the first one not busy has waited longest.
         self._open: dict[asyncio.BaseTransport, _Connection] = {}
+        # The connections without a request in hand, unproven and proven apart; insertion
+        # order is waiting order, so each one's first has waited longest.
+        self._waiting_by_proof: dict[bool, dict[asyncio.BaseTransport, _Connection]] = {
+            False: {},
+            True: {},
+        }
 
     @property
     def open_connections(self) -> int:
@@ -85,17 +93,22 @@ class ConnectionGuard:
         connection = self._open.get(request.transport) if request.transport else None
         if connection is not None:
             self._busy(connection)
+        response: web.StreamResponse | None = None
         try:
-            return await handler(request)
+            response = await handler(request)
+            return response
         finally:
             if connection is not None and connection.transport in self._open:
+                connection.proven = response is not None and response.status < 400
                 self._waiting(connection)
 
     def admit(self, transport: asyncio.Transport) -> bool:
         """Hold `transport`, closing the longest-waiting connection when at the cap;
         False when every held connection is serving a request (close the newcomer)."""
         if len(self._open) >= self.max_connections:
-            idle = next((c for c in self._open.values() if not c.busy), None)
+            idle = next(iter(self._waiting_by_proof[False].values()), None) or next(
+                iter(self._waiting_by_proof[True].values()), None
+            )
             if idle is None:
                 _closed("refused")
                 return False
@@ -115,6 +128,7 @@ class ConnectionGuard:
 
     def _busy(self, connection: _Connection) -> None:
         connection.busy = True
+        self._unqueue(connection)
         if connection.timer is not None:
             connection.timer.cancel()
             connection.timer = None
@@ -123,8 +137,8 @@ class ConnectionGuard:
         connection.busy = False
         if connection.timer is not None:
             connection.timer.cancel()
-        self._open.pop(connection.transport, None)
-        self._open[connection.transport] = connection
+        self._unqueue(connection)
+        self._waiting_by_proof[connection.proven][connection.transport] = connection
         loop = asyncio.get_running_loop()
         connection.timer = loop.call_later(self.request_timeout, self._expire, connection)
 
@@ -141,6 +155,11 @@ class ConnectionGuard:
             connection.timer.cancel()
             connection.timer = None
         self._open.pop(connection.transport, None)
+        self._unqueue(connection)
+
+    def _unqueue(self, connection: _Connection) -> None:
+        for queue in self._waiting_by_proof.values():
+            queue.pop(connection.transport, None)
 
 
 def _closed(reason: str) -> None:
@@ -157,7 +176,8 @@ class _GuardedProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # A stream transport (uvloop's does not subclass asyncio.Transport).
+        transport = cast(asyncio.Transport, transport)
         self._transport = transport
         if not self._guard.admit(transport):
             transport.abort()
