@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event, Part
 from agents.handoff import HANDOFF_AUTHOR, HANDOFF_SOURCE
-from storage.forget_state import restore_written_state, written_by
+from storage.forget_state import WrittenState, restore_written_state, written_by
 from storage.schema import (
     deliveries,
     digest_messages,
@@ -129,7 +129,7 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
     turns = sa.tuple_(events.c.session_pk, events.c.invocation_id).in_(
         [(pk, inv) for pk, inv in spoken]
     )
-    written = await written_by(conn, turns) if spoken else None
+    written = await written_by(conn, turns) if spoken else WrittenState()
     traces = await _slack_traces(conn, user_id, owned, spoken_pks)
     spoken_seqs = (
         (
@@ -202,8 +202,7 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
         count = (await conn.execute(statement)).rowcount if statement is not None else 0
         if kind != "compaction_pointers":  # reset, not deleted
             report.counts[kind] = count
-    if written is not None:
-        report.counts.update(await restore_written_state(conn, written))
+    report.counts.update(await restore_written_state(conn, written))
     return report
 
 
@@ -264,6 +263,11 @@ async def _slack_traces(
         for team, channel, meta in sent
         if isinstance(meta, dict) and isinstance(meta.get(SLACK_TS), str)
     }
+    # Their messages accepted but never answered (deleted below with `inflight`).
+    pending = sa.select(inflight.c.team_id, inflight.c.channel_id, inflight.c.message_ts).where(
+        inflight.c.message["user"].as_string() == user_id
+    )
+    keys |= {f"message:{team}:{channel}:{ts}" for team, channel, ts in await conn.execute(pending)}
     mine = sa.select(threads.c.team_id, threads.c.channel_id).where(threads.c.user_id == user_id)
     channels = {(team, channel) for team, channel in await conn.execute(mine)}
     # A DM is the person's with the bot alone: every row and delivery of it is theirs.

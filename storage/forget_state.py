@@ -57,7 +57,7 @@ async def restore_written_state(conn: AsyncConnection, written: WrittenState) ->
     counts = {"session_state": 0, "owner_user_state": 0, "app_state": 0}
     pks = set(written.session) | set(written.user) | set(written.app)
     if not pks:
-        return counts
+        return counts  # every kind is reported, even when none was written
     rows = await conn.execute(
         sa.select(sessions.c.pk, sessions.c.app_name, sessions.c.user_id, sessions.c.state).where(
             sessions.c.pk.in_(pks)
