@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -134,6 +135,14 @@ class Settings(BaseSettings):
         "slow headers and slow bodies alike.",
     )
 
+    ops_allow_from: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=("127.0.0.0/8", "::1/128"),
+        description="In HTTP mode, the networks /healthz and /metrics answer (comma "
+        "separated); any other peer gets 404. Loopback by default: the events port is "
+        "public, and a reverse proxy in front forwards only /slack/events "
+        "(docs/http-mode.md).",
+    )
+
     app_name: str = "support_bot"
     bot_answers_other_bots: bool = False
     max_concurrent_invocations: int = Field(
@@ -246,6 +255,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             layouts = tuple(v.strip() for v in value.split(",") if v.strip())
             return layouts or None
+        return value
+
+    @field_validator("ops_allow_from", mode="before")
+    @classmethod
+    def _parse_networks(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(v.strip() for v in value.split(",") if v.strip())
+        if isinstance(value, (tuple, list)):
+            for network in value:
+                ipaddress.ip_network(network, strict=False)  # a clear error at start-up
         return value
 
     @field_validator("support_leads", mode="before")

@@ -129,7 +129,7 @@ def build_web_app(
     on_close: Callable[[], Awaitable[None]] | None = None,
 ) -> web.Application:
     """The aiohttp app: Slack events (HTTP mode only), health and metrics (in HTTP mode
-    to loopback peers only), graceful drain."""
+    to `OPS_ALLOW_FROM` peers only), graceful drain."""
     app = web.Application()
     app[SERVICES_KEY] = services
     app[BOLT_KEY] = bolt
@@ -156,10 +156,13 @@ def build_web_app(
         bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers={**headers})
         return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 
+    allowed = [ipaddress.ip_network(n, strict=False) for n in services.settings.ops_allow_from]
+
     def private(request: web.Request) -> None:
         # HTTP mode listens where Slack (and anyone) can reach it: health and counters
-        # answer only this host (docs/http-mode.md). Socket Mode binds loopback already.
-        if http_events and not _from_loopback(request):
+        # answer only OPS_ALLOW_FROM, loopback by default (docs/http-mode.md). Socket
+        # Mode binds loopback already.
+        if http_events and not _peer_in(request, allowed):
             raise web.HTTPNotFound()
 
     async def healthz(request: web.Request) -> web.Response:
@@ -222,15 +225,19 @@ def _signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -
         return False
 
 
-def _from_loopback(request: web.Request) -> bool:
-    """Whether the connection itself comes from this host (no forwarded header counts)."""
+def _peer_in(
+    request: web.Request, networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> bool:
+    """Whether the connection itself comes from one of `networks` (no forwarded header
+    counts)."""
     peer = request.transport.get_extra_info("peername") if request.transport else None
     if not peer:
         return False
     try:
-        return ipaddress.ip_address(peer[0]).is_loopback
+        address = ipaddress.ip_address(peer[0])
     except ValueError:  # a Unix socket's path
         return False
+    return any(address in network for network in networks)
 
 
 async def _healthy(check: HealthCheck) -> bool:

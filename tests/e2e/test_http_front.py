@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -157,35 +156,28 @@ async def test_front_cap_drops_the_longest_waiting_connection_not_slacks(
     ]
 
 
-def _outside_address() -> str | None:
-    """This host's address on a non-loopback interface (no packet is sent), if any."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        probe.connect(("192.0.2.1", 9))
-        address = str(probe.getsockname()[0])
-    except OSError:
-        return None
-    finally:
-        probe.close()
-    return None if address.startswith("127.") or address == "0.0.0.0" else address
-
-
-async def test_front_serves_health_and_metrics_to_this_host_only(serve: Serve) -> None:
-    outside = _outside_address()
-    if outside is None:
-        pytest.skip("this host has no non-loopback address to come from")
-    _, front = await serve(ScriptedModel([]), host="0.0.0.0")
+async def test_front_serves_health_and_metrics_only_to_allowed_peers(serve: Serve) -> None:
+    """Slack must reach the events port, so anyone can: /healthz and /metrics answer only
+    `OPS_ALLOW_FROM` (loopback by default). Here only 127.0.0.1 is allowed, and a client
+    connecting from 127.0.0.2 stands for any other host."""
+    _, front = await serve(ScriptedModel([]), host="0.0.0.0", ops_allow_from="127.0.0.1/32")
     statuses = {}
-    async with aiohttp.ClientSession() as http:
-        for host in ("127.0.0.1", outside):
+    for source in ("127.0.0.1", "127.0.0.2"):
+        connector = aiohttp.TCPConnector(local_addr=(source, 0))
+        async with aiohttp.ClientSession(connector=connector) as http:
             for path in ("/healthz", "/metrics"):
-                async with http.get(f"http://{host}:{front.port}{path}") as r:
-                    statuses[host, path] = r.status
+                async with http.get(f"http://127.0.0.1:{front.port}{path}") as r:
+                    statuses[source, path] = r.status
                     if r.status == 200 and path == "/healthz":
                         assert json.loads(await r.read())["ok"] is True
+            # The events port itself is open to every peer (Slack's requests come from afar).
+            async with http.post(f"http://127.0.0.1:{front.port}/slack/events", data=b"{}") as r:
+                statuses[source, "/slack/events"] = r.status
     assert statuses == {
         ("127.0.0.1", "/healthz"): 200,
         ("127.0.0.1", "/metrics"): 200,
-        (outside, "/healthz"): 404,
-        (outside, "/metrics"): 404,
+        ("127.0.0.1", "/slack/events"): 401,
+        ("127.0.0.2", "/healthz"): 404,
+        ("127.0.0.2", "/metrics"): 404,
+        ("127.0.0.2", "/slack/events"): 401,
     }
