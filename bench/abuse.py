@@ -17,6 +17,10 @@ answered (lost, must be 0), what the abusers got done, and the bot's own count o
 connections it closed (`support_bot_http_connections_closed_total`).
 
     python bench/abuse.py [--seconds 20] [--rate 5] [--junk 4] [--slow 600] [--idle 600]
+                          [--bot-fd-limit 1024]
+
+`--bot-fd-limit` starts the bot with that many file descriptors (a common default
+`ulimit -n`), so that what one client's connections cost shows.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +103,21 @@ async def holder(kind: str, port: int, payload: bytes, until: float, abuse: Abus
             writer.close()
 
 
+@contextlib.contextmanager
+def fd_limit(limit: int | None) -> Iterator[None]:
+    """This process's file-descriptor limit lowered to `limit` (for a child started in
+    the block, which inherits it), and raised back after."""
+    if limit is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 async def bot_counters(port: int) -> dict[str, float]:
     """The bot's closed-connection counters, by reason, from its /metrics."""
     async with aiohttp.ClientSession() as http:
@@ -121,7 +142,8 @@ async def run(args: argparse.Namespace) -> None:
             "MODEL_DELAY": str(args.model_delay),
             "LOG_LEVEL": "WARNING",
         }
-        process, url = await start_app("bot", env)
+        with fd_limit(args.bot_fd_limit):
+            process, url = await start_app("bot", env)
         cleanup.push_async_callback(stop, process)
         port = int(url.split(":")[-1].split("/")[0])
         abuse = Abuse()
@@ -230,6 +252,7 @@ def main() -> None:
     parser.add_argument("--slow", type=int, default=600, help="half-sent connections")
     parser.add_argument("--idle", type=int, default=600, help="connections that send nothing")
     parser.add_argument("--model-delay", type=float, default=0.5)
+    parser.add_argument("--bot-fd-limit", type=int, default=None, help="the bot's ulimit -n")
     asyncio.run(run(parser.parse_args()))
 
 

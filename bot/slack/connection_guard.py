@@ -167,7 +167,8 @@ def _closed(reason: str) -> None:
 
 
 class _GuardedProtocol(asyncio.Protocol):
-    """aiohttp's protocol for one connection, created only once the guard admits it."""
+    """aiohttp's protocol for one connection, created once the guard has admitted it and
+    its first bytes arrive: a connection that never sends any costs no request handler."""
 
     def __init__(self, guard: ConnectionGuard, factory: web.Server) -> None:
         self._guard = guard
@@ -178,18 +179,21 @@ class _GuardedProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's does not subclass asyncio.Transport).
         transport = cast(asyncio.Transport, transport)
-        self._transport = transport
         if not self._guard.admit(transport):
             transport.abort()
             return
-        self._inner = self._factory()
-        self._inner.connection_made(transport)
+        self._transport = transport
 
     def data_received(self, data: bytes) -> None:
-        if self._inner is not None:
-            self._inner.data_received(data)
+        if self._inner is None:
+            if self._transport is None or self._transport.is_closing():
+                return
+            self._inner = self._factory()
+            self._inner.connection_made(self._transport)
+        self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:
+        # Before any request, end of input ends the connection.
         return self._inner.eof_received() if self._inner is not None else None
 
     def pause_writing(self) -> None:

@@ -68,7 +68,6 @@ async def test_write_waits_out_another_process_holding_the_sqlite_lock(tmp_path:
     assert stored.id == "e1"
 
 
-
 async def test_failed_statement_never_carries_the_persons_words(db_url: str) -> None:
     """A statement's bound values (a person's message) stay out of the error and so out of
     every log line that reports it: the engines hide SQL parameters."""
