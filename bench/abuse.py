@@ -160,6 +160,7 @@ async def run(args: argparse.Namespace) -> None:
 
         acks: list[float] = []
         unacked = 0
+        failures: Counter[str] = Counter()
         sent: list[str] = []
         signed = aiohttp.ClientSession()
         cleanup.push_async_callback(signed.close)
@@ -195,9 +196,11 @@ async def run(args: argparse.Namespace) -> None:
                     await resp.read()
                     if resp.status != 200:
                         unacked += 1
+                        failures[f"status {resp.status}"] += 1
                         return
-            except (aiohttp.ClientError, TimeoutError):
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 unacked += 1
+                failures[type(exc).__name__] += 1
                 return
             acks.append((time.perf_counter() - start) * 1000)
 
@@ -231,7 +234,9 @@ async def run(args: argparse.Namespace) -> None:
         f"p99 {pct(acks, 99):.1f}  max {max(acks, default=float('nan')):.1f}  "
         "(target p99 < 3000)"
     )
-    print(f"signed events never acked: {unacked}  never answered (lost): {lost}")
+    print(
+        f"signed events never acked: {unacked} {dict(failures)}  never answered (lost): {lost}"
+    )
     print(
         f"junk: {sum(abuse.junk_answers.values())} answered {dict(abuse.junk_answers)}, "
         f"{abuse.junk_errors} connection errors"

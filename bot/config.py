@@ -134,6 +134,13 @@ class Settings(BaseSettings):
         "this long after it opened or after its last response is closed: idle keep-alive, "
         "slow headers and slow bodies alike.",
     )
+    http_keepalive_seconds: float = Field(
+        default=75.0,
+        gt=0,
+        description="How long a connection whose last request succeeded (Slack's) may idle "
+        "before its next request; longer than clients keep theirs, so none sends a request "
+        "on a connection the bot has just closed.",
+    )
 
     ops_allow_from: Annotated[tuple[str, ...], NoDecode] = Field(
         default=("127.0.0.0/8", "::1/128"),

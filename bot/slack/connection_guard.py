@@ -10,12 +10,18 @@ connection from the moment it is accepted:
 
 - A connection has `request_timeout` seconds, from when it opens or its last response
   is handed to aiohttp, to deliver a whole request, headers and body; otherwise it is
-  closed. This covers idle keep-alive, slow headers and slow bodies alike.
-- At most `max_connections` are held. One more arriving closes the connection that has
-  waited longest without a request in hand, sparing those whose last request succeeded
-  (Slack's keep-alive connections, which junk and half-sent requests never earn) until
-  no other is left; when every one is serving a request, the newcomer is closed
-  instead. Requests being served are never cut.
+  closed. This covers idle keep-alive, slow headers and slow bodies alike. A connection
+  whose last request succeeded (Slack's) may idle for `keepalive_timeout` instead: a
+  client that keeps connections longer than the server would otherwise lose requests
+  sent on one the server had just closed.
+- At most `max_connections` are held. One more arriving closes a connection without a
+  request in hand: first those still sending their request's headers, then those whose
+  headers are in, then those whose last request succeeded (Slack's keep-alive
+  connections, which junk and half-sent requests never earn); within each, the one
+  quiet longest. So a flood of new connections closes its own kind before a request
+  that has arrived but waits for a busy event loop to read it. When every connection is
+  serving a request, the newcomer is closed instead. Requests being served are never
+  cut.
 
 A request counts as in hand once `middleware` has read its body (bounded by the app's
 `client_max_size`), so a body trickled in byte by byte is still on the clock.
@@ -49,24 +55,27 @@ class _Connection:
     transport: asyncio.Transport
     busy: bool = False
     proven: bool = False  # its last response was a success
+    headed: bool = False  # the end of its current request's headers has arrived
+    tail: bytes = b""  # the last bytes received, for a header end split across reads
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
 class ConnectionGuard:
     """Caps and times the connections of the listeners it serves (see the module)."""
 
-    def __init__(self, *, max_connections: int, request_timeout: float) -> None:
-        if max_connections < 1 or request_timeout <= 0:
-            raise ValueError("max_connections must be >= 1 and request_timeout > 0")
+    def __init__(
+        self, *, max_connections: int, request_timeout: float, keepalive_timeout: float
+    ) -> None:
+        if max_connections < 1 or request_timeout <= 0 or keepalive_timeout <= 0:
+            raise ValueError("max_connections must be >= 1, and the timeouts > 0")
         self.max_connections = max_connections
         self.request_timeout = request_timeout
+        self.keepalive_timeout = keepalive_timeout
         self._open: dict[asyncio.BaseTransport, _Connection] = {}
-        # The connections without a request in hand, unproven and proven apart; insertion
-        # order is waiting order, so each one's first has waited longest.
-        self._waiting_by_proof: dict[bool, dict[asyncio.BaseTransport, _Connection]] = {
-            False: {},
-            True: {},
-        }
+        # The connections without a request in hand, by tier (`_tier`: the order they
+        # are closed in for room); insertion order is the order of their last activity
+        # (opened, answered, bytes received), so each tier's first has been quiet longest.
+        self._quiet: tuple[dict[asyncio.BaseTransport, _Connection], ...] = ({}, {}, {})
 
     @property
     def open_connections(self) -> int:
@@ -106,9 +115,7 @@ class ConnectionGuard:
         """Hold `transport`, closing the longest-waiting connection when at the cap;
         False when every held connection is serving a request (close the newcomer)."""
         if len(self._open) >= self.max_connections:
-            idle = next(iter(self._waiting_by_proof[False].values()), None) or next(
-                iter(self._waiting_by_proof[True].values()), None
-            )
+            idle = next((c for tier in self._quiet for c in tier.values()), None)
             if idle is None:
                 _closed("refused")
                 return False
@@ -126,6 +133,19 @@ class ConnectionGuard:
         if connection is not None:
             self._drop(connection)
 
+    def received(self, transport: asyncio.BaseTransport, data: bytes) -> None:
+        """Note `data` from `transport`: it moves to the end of its tier, and to the
+        next tier once its request's headers are in. Its timeout still runs from when
+        it opened or was last answered."""
+        connection = self._open.get(transport)
+        if connection is None or connection.busy:
+            return
+        if not connection.headed and not connection.proven:
+            connection.headed = b"\r\n\r\n" in connection.tail + data
+            connection.tail = data[-3:]
+        self._unqueue(connection)
+        self._quiet[_tier(connection)][transport] = connection
+
     def _busy(self, connection: _Connection) -> None:
         connection.busy = True
         self._unqueue(connection)
@@ -137,10 +157,12 @@ class ConnectionGuard:
         connection.busy = False
         if connection.timer is not None:
             connection.timer.cancel()
+        connection.headed, connection.tail = False, b""
         self._unqueue(connection)
-        self._waiting_by_proof[connection.proven][connection.transport] = connection
+        self._quiet[_tier(connection)][connection.transport] = connection
         loop = asyncio.get_running_loop()
-        connection.timer = loop.call_later(self.request_timeout, self._expire, connection)
+        timeout = self.keepalive_timeout if connection.proven else self.request_timeout
+        connection.timer = loop.call_later(timeout, self._expire, connection)
 
     def _expire(self, connection: _Connection) -> None:
         connection.timer = None
@@ -158,8 +180,13 @@ class ConnectionGuard:
         self._unqueue(connection)
 
     def _unqueue(self, connection: _Connection) -> None:
-        for queue in self._waiting_by_proof.values():
+        for queue in self._quiet:
             queue.pop(connection.transport, None)
+
+
+def _tier(connection: _Connection) -> int:
+    """0: sending headers, 1: headers in, 2: its last request succeeded."""
+    return 2 if connection.proven else int(connection.headed)
 
 
 def _closed(reason: str) -> None:
@@ -185,9 +212,10 @@ class _GuardedProtocol(asyncio.Protocol):
         self._transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self._transport is None or self._transport.is_closing():
+            return
+        self._guard.received(self._transport, data)
         if self._inner is None:
-            if self._transport is None or self._transport.is_closing():
-                return
             self._inner = self._factory()
             self._inner.connection_made(self._transport)
         self._inner.data_received(data)

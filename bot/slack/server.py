@@ -69,18 +69,19 @@ async def start_web(
 ) -> WebFront:
     """Start `web_app` (its `on_startup` hooks run first) and listen on `host:port`, with
     connections capped and timed (`ConnectionGuard`: `HTTP_MAX_CONNECTIONS`,
-    `HTTP_REQUEST_TIMEOUT_SECONDS`) and aiohttp's keep-alive no longer than the guard's
-    timeout."""
+    `HTTP_REQUEST_TIMEOUT_SECONDS`, `HTTP_KEEPALIVE_SECONDS`), aiohttp's keep-alive no
+    longer than the guard's."""
     guard = ConnectionGuard(
         max_connections=settings.http_max_connections,
         request_timeout=settings.http_request_timeout_seconds,
+        keepalive_timeout=settings.http_keepalive_seconds,
     )
     web_app.middlewares.append(guard.middleware)
     runner = web.AppRunner(
         web_app,
         access_log=None,
         shutdown_timeout=5,
-        keepalive_timeout=settings.http_request_timeout_seconds,
+        keepalive_timeout=settings.http_keepalive_seconds,
     )
     await runner.setup()
     assert runner.server is not None  # set up

@@ -132,17 +132,22 @@ async def test_front_closes_connections_that_never_deliver_a_request(
     assert answer["text"] == "support_supervisor: still here"
 
 
-async def test_front_cap_drops_the_longest_waiting_connection_not_slacks(
+async def test_front_cap_drops_the_longest_waiting_half_sent_connection_not_slacks(
     slack: FakeSlackApi, serve: Serve
 ) -> None:
     model = ScriptedModel(["first", "second"])
     bot, front = await serve(model, http_max_connections=4, http_request_timeout_seconds=60)
     before = closed_total("evicted")
-    held = [await _raw(front.port, b"POST /slack/events HTTP/1.1\r\n") for _ in range(4)]
+    # The oldest has sent its headers (its body is still to come); the others have not.
+    headed = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: 99\r\n\r\n{"
+    held = [await _raw(front.port, headed)]
+    held += [await _raw(front.port, b"POST /slack/events HTTP/1.1\r\n") for _ in range(3)]
     assert front.guard.open_connections == 4
     assert (await bot.send_event(dm("one", ts="1700000400.000100"))).status == 200
-    # Slack's connection took the place of the one that had waited longest.
-    assert await _closed_by_server(held[0][0])
+    # Slack's connection took the place of the one that had waited longest while still
+    # sending its headers; the one whose headers were in was spared.
+    assert await _closed_by_server(held[1][0])
+    assert closed_total("evicted") - before == 1
     more = [await _raw(front.port, b"GET /") for _ in range(10)]
     assert front.guard.open_connections <= 4
     assert (await bot.send_event(dm("two", ts="1700000400.000200"))).status == 200
