@@ -234,9 +234,7 @@ async def run(args: argparse.Namespace) -> None:
         f"p99 {pct(acks, 99):.1f}  max {max(acks, default=float('nan')):.1f}  "
         "(target p99 < 3000)"
     )
-    print(
-        f"signed events never acked: {unacked} {dict(failures)}  never answered (lost): {lost}"
-    )
+    print(f"signed events never acked: {unacked} {dict(failures)}  never answered (lost): {lost}")
     print(
         f"junk: {sum(abuse.junk_answers.values())} answered {dict(abuse.junk_answers)}, "
         f"{abuse.junk_errors} connection errors"
