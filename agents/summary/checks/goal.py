@@ -82,7 +82,10 @@ def goal_problems(
         Problem(
             ProblemKind.UNSUPPORTED_GOAL,
             WHERE,
-            f"the goal says {word!r}, which no event says; state only what the transcript says",
+            # Not quoted: the word may be an injection the transcript fences, and this
+            # message goes to the model outside that fence.
+            "the goal claims a standing (an approval, an authority, a guarantee, urgency) or "
+            "names an acronym that no event states; state only what the transcript says",
             word,
         )
         for key, word in sorted(claim_terms(_without_links(goal)).items())
