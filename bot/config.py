@@ -120,12 +120,13 @@ class Settings(BaseSettings):
         "traffic, so health and metrics stay private unless opened here).",
     )
 
-    http_max_connections: int = Field(
-        default=512,
+    http_max_connections: int | None = Field(
+        default=None,
         gt=0,
-        description="Connections the web server holds at once; one more closes the one "
-        "that has waited longest without a request (keep it well under the process's file "
-        "descriptor limit, which the database and the Web API client share).",
+        description="Connections the web server holds at once; one more closes one without "
+        "a request in hand (bot/slack/connection_guard.py). Unset: half the process's file "
+        "descriptor limit (`ulimit -n`), leaving the rest to the database and the Web API "
+        "client.",
     )
     http_request_timeout_seconds: float = Field(
         default=10.0,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -64,6 +65,14 @@ class WebFront:
         await self.listener.wait_closed()
 
 
+def default_max_connections() -> int:
+    """Half the process's file-descriptor limit (`HTTP_MAX_CONNECTIONS` unset)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 65_536
+    return max(64, soft // 2)
+
+
 async def start_web(
     web_app: web.Application, settings: Settings, *, host: str, port: int
 ) -> WebFront:
@@ -72,7 +81,7 @@ async def start_web(
     `HTTP_REQUEST_TIMEOUT_SECONDS`, `HTTP_KEEPALIVE_SECONDS`), aiohttp's keep-alive no
     longer than the guard's."""
     guard = ConnectionGuard(
-        max_connections=settings.http_max_connections,
+        max_connections=settings.http_max_connections or default_max_connections(),
         request_timeout=settings.http_request_timeout_seconds,
         keepalive_timeout=settings.http_keepalive_seconds,
     )
