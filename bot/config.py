@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -125,6 +126,37 @@ class Settings(BaseSettings):
         "traffic, so health and metrics stay private unless opened here).",
     )
 
+    http_max_connections: int | None = Field(
+        default=None,
+        gt=0,
+        description="Connections the web server holds at once; one more closes one without "
+        "a request in hand (bot/slack/connection_guard.py). Unset: half the process's file "
+        "descriptor limit (`ulimit -n`), leaving the rest to the database and the Web API "
+        "client.",
+    )
+    http_request_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="A connection that has not delivered a whole request (headers and body) "
+        "this long after it opened or after its last response is closed: idle keep-alive, "
+        "slow headers and slow bodies alike.",
+    )
+    http_keepalive_seconds: float = Field(
+        default=75.0,
+        gt=0,
+        description="How long a connection whose last request succeeded (Slack's) may idle "
+        "before its next request; longer than clients keep theirs, so none sends a request "
+        "on a connection the bot has just closed.",
+    )
+
+    ops_allow_from: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=("127.0.0.0/8", "::1/128"),
+        description="In HTTP mode, the networks /healthz and /metrics answer (comma "
+        "separated); any other peer gets 404. Loopback by default: the events port is "
+        "public, and a reverse proxy in front forwards only /slack/events "
+        "(docs/http-mode.md).",
+    )
+
     app_name: str = "support_bot"
     bot_answers_other_bots: bool = False
     max_concurrent_invocations: int = Field(
@@ -172,7 +204,9 @@ class Settings(BaseSettings):
     shutdown_timeout_seconds: float = 20.0
     chat_write_customize: bool = Field(
         default=False,
-        description="The app has chat:write.customize: post replies under the agent's name.",
+        description="Post replies under the agent's name. Needs the chat:write.customize "
+        "scope, which manifest.yml does not request: add it under oauth_config.scopes.bot "
+        "and reinstall the app before turning this on.",
     )
     streaming: Literal["auto", "off"] = Field(
         default="auto",
@@ -235,6 +269,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             layouts = tuple(v.strip() for v in value.split(",") if v.strip())
             return layouts or None
+        return value
+
+    @field_validator("ops_allow_from", mode="before")
+    @classmethod
+    def _parse_networks(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(v.strip() for v in value.split(",") if v.strip())
+        if isinstance(value, (tuple, list)):
+            for network in value:
+                ipaddress.ip_network(network, strict=False)  # a clear error at start-up
         return value
 
     @field_validator("support_leads", mode="before")

@@ -11,19 +11,20 @@ import time
 from typing import Any
 
 # Slack tokens (xoxb-, xoxp-, xoxe-, xapp-, ...), model API keys (sk-..., sk-ant-...),
-# bearer headers and the password in a URL (postgresql://user:PASSWORD@host) never
-# reach a log line. Groups 1 and 2 are prefixes kept in front of the mask.
+# bearer and basic authorization headers and the password in a URL
+# (postgresql://user:PASSWORD@host) never reach a log line. Groups 1 and 2 are
+# prefixes kept in front of the mask.
 _SECRET = re.compile(
     r"\b(?:xox[abeposr](?:\.[A-Za-z0-9]+)?-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+"
     r"|sk-[A-Za-z0-9_-]{8,})"
-    r"|(Bearer\s+)\S+"
+    r"|((?:Bearer|Basic)\s+)\S+"
     # Bounded, and a scheme only where one can start: unbounded repeats here made masking
     # quadratic, so a long signed body took a second to log.
     r"|((?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)[^\s/@]{1,256}(?=@)"
 )
 # Every credential `_SECRET` masks contains one of these: a line without any of them is
 # logged as it is, without running the expression (most lines, on the hot path).
-_SECRET_MARKER = re.compile(r"xox|xapp-|sk-|Bearer|://")
+_SECRET_MARKER = re.compile(r"xox|xapp-|sk-|Bearer|Basic|://")
 _STANDARD = set(vars(logging.makeLogRecord({})))
 
 
@@ -53,7 +54,8 @@ def _field(key: str, value: Any) -> Any:
 
 
 def redact(text: str) -> str:
-    """`text` with anything that looks like a Slack token or bearer credential masked."""
+    """`text` with anything that looks like a Slack token, a bearer or basic credential,
+    or a URL's password masked."""
     if not _SECRET_MARKER.search(text):
         return text
     return _SECRET.sub(lambda m: (m.group(1) or m.group(2) or "") + "[redacted]", text)

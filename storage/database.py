@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import AsyncExitStack
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,7 +23,7 @@ from storage.errors import (
     DatabaseUnavailableError,
 )
 from storage.feedback import FeedbackStore
-from storage.forget import ForgetReport, forget_user
+from storage.forget import ForgetReport, affected_threads, forget_user
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
@@ -31,7 +32,7 @@ from storage.summaries.memory import MemoryStore
 from storage.summaries.summary_deliveries import SummaryDeliveryStore
 from storage.summaries.summary_runs import SummaryRunStore
 from storage.summaries.windows import WindowStore
-from storage.threads import ThreadStore
+from storage.threads import ThreadKey, ThreadStore
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +92,22 @@ class Database:
     async def forget_user(self, user_id: str) -> ForgetReport:
         """Delete everything that names `user_id`, or quotes what they said, in one
         transaction (see `storage.forget`): rows deleted per kind, and the posted
-        digests that quoted them."""
-        report = await self.gate.write(lambda conn: forget_user(conn, user_id))
+        digests that quoted them. On PostgreSQL it holds the lock of every thread it
+        touches meanwhile, so no running bot writes their words again as it works
+        (threads found while the first locks were taken are locked too)."""
+        async with AsyncExitStack() as held:
+            locked: set[tuple[str, str, str]] = set()
+            while new := [
+                key
+                for key in await self.gate.read(lambda conn: affected_threads(conn, user_id))
+                if key not in locked
+            ]:
+                for team, channel, ts in new:
+                    thread = ThreadKey(team_id=team, channel_id=channel, thread_ts=ts)
+                    await held.enter_async_context(self.thread_locks.hold(thread))
+                locked.update(new)
+            report = await self.gate.write(lambda conn: forget_user(conn, user_id))
+        report.locked_threads = 0 if self.gate.is_sqlite else len(locked)  # no locks there
         self.sessions.decoded.clear()  # nor kept decoded in memory
         log.info("forgot user %s: %s", user_id, report.counts)
         return report

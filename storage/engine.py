@@ -69,6 +69,11 @@ def display_url(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
+# A statement's parameters are people's words: an error (and its log line) names the
+# statement, never the values bound to it.
+HIDE_PARAMETERS = True
+
+
 def create_engine(url: str | URL) -> AsyncEngine:
     """An async engine configured for the backend named by `url`."""
     parsed = normalize_url(url)
@@ -79,7 +84,11 @@ def create_engine(url: str | URL) -> AsyncEngine:
 
 def _postgres_engine(url: URL, *, pool_size: int, max_overflow: int) -> AsyncEngine:
     engine = create_async_engine(
-        url, pool_size=pool_size, max_overflow=max_overflow, pool_timeout=60
+        url,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_timeout=60,
+        hide_parameters=HIDE_PARAMETERS,
     )
     _ping_when_idle(engine)
     return engine
@@ -123,7 +132,9 @@ def _sqlite_engine(url: URL, **pool: Any) -> AsyncEngine:
     in_memory = _is_memory(url)
     # An in-memory database exists per connection, so every user must share one.
     kwargs: dict[str, Any] = {"poolclass": StaticPool} if in_memory else pool
-    engine = create_async_engine(url, async_creator=inline_creator(url), **kwargs)
+    engine = create_async_engine(
+        url, async_creator=inline_creator(url), hide_parameters=HIDE_PARAMETERS, **kwargs
+    )
 
     @sa_event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

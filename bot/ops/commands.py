@@ -168,6 +168,8 @@ async def forget(settings: Settings, out: TextIO, user_id: str) -> int:
     width = max(len(k) for k in report.counts)
     for kind, count in report.counts.items():
         out.write(f"  {kind:<{width}}  {count}\n")
+    if report.locked_threads:
+        out.write(f"Held the locks of {report.locked_threads} threads while deleting\n")
     if report.redacted_handoffs:
         out.write(f"Redacted {report.redacted_handoffs} hand-off records made from their threads\n")
     deleted, failed = await _delete_posted(settings, report.posted_digests)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -127,7 +128,8 @@ def build_web_app(
     extra_health: HealthCheck | None = None,
     on_close: Callable[[], Awaitable[None]] | None = None,
 ) -> web.Application:
-    """The aiohttp app: Slack events (HTTP mode only), health and metrics, graceful drain."""
+    """The aiohttp app: Slack events (HTTP mode only), health and metrics (in HTTP mode
+    to `OPS_ALLOW_FROM` peers only), graceful drain."""
     app = web.Application()
     app[SERVICES_KEY] = services
     app[BOLT_KEY] = bolt
@@ -154,7 +156,17 @@ def build_web_app(
         bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers={**headers})
         return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 
+    allowed = [ipaddress.ip_network(n, strict=False) for n in services.settings.ops_allow_from]
+
+    def private(request: web.Request) -> None:
+        # HTTP mode listens where Slack (and anyone) can reach it: health and counters
+        # answer only OPS_ALLOW_FROM, loopback by default (docs/http-mode.md). Socket
+        # Mode binds loopback already.
+        if http_events and not _peer_in(request, allowed):
+            raise web.HTTPNotFound()
+
     async def healthz(request: web.Request) -> web.Response:
+        private(request)
         checks = {"database": await _healthy(services.db.healthcheck)}
         if extra_health is not None:
             checks["socket"] = await _healthy(extra_health)
@@ -163,6 +175,7 @@ def build_web_app(
         return web.json_response(body, status=200 if ok else 503)
 
     async def metrics(request: web.Request) -> web.Response:
+        private(request)
         REGISTRY.set("support_bot_background_jobs", services.worker.pending)
         return web.Response(
             body=REGISTRY.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST}
@@ -210,6 +223,21 @@ def _signed(verifier: SignatureVerifier, body: bytes, headers: dict[str, str]) -
         return verifier.is_valid_request(body, headers)
     except ValueError:  # a timestamp header that is not a number
         return False
+
+
+def _peer_in(
+    request: web.Request, networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network]
+) -> bool:
+    """Whether the connection itself comes from one of `networks` (no forwarded header
+    counts)."""
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    if not peer:
+        return False
+    try:
+        address = ipaddress.ip_address(peer[0])
+    except ValueError:  # a Unix socket's path
+        return False
+    return any(address in network for network in networks)
 
 
 async def _healthy(check: HealthCheck) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -20,6 +21,7 @@ from bot.digests.scheduler import start_scheduler
 from bot.ops.heartbeat import add_heartbeat
 from bot.slack.app import build_bolt_app, build_web_app, create_services
 from bot.slack.client import SlackClient
+from bot.slack.connection_guard import ConnectionGuard
 from bot.slack.services import BotServices
 from bot.threads.admission import PriorityLimit
 from bot.threads.loop_lag import LoopLagGate
@@ -39,6 +41,63 @@ async def wait_for_signal() -> None:
     await stop.wait()
 
 
+class WebFront:
+    """A web app being served through a `ConnectionGuard` (see `start_web`)."""
+
+    def __init__(
+        self, runner: web.AppRunner, listener: asyncio.Server, guard: ConnectionGuard
+    ) -> None:
+        self.runner = runner
+        self.listener = listener
+        self.guard = guard
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one chosen when asked for port 0)."""
+        return int(self.listener.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening, shut the app down (its `on_shutdown` hooks drain the worker),
+        then close whatever connection is left."""
+        self.listener.close()
+        await self.runner.cleanup()
+        self.guard.close_all()
+        await self.listener.wait_closed()
+
+
+def default_max_connections() -> int:
+    """Half the process's file-descriptor limit (`HTTP_MAX_CONNECTIONS` unset)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 65_536
+    return max(64, soft // 2)
+
+
+async def start_web(
+    web_app: web.Application, settings: Settings, *, host: str, port: int
+) -> WebFront:
+    """Start `web_app` (its `on_startup` hooks run first) and listen on `host:port`, with
+    connections capped and timed (`ConnectionGuard`: `HTTP_MAX_CONNECTIONS`,
+    `HTTP_REQUEST_TIMEOUT_SECONDS`, `HTTP_KEEPALIVE_SECONDS`), aiohttp's keep-alive no
+    longer than the guard's."""
+    guard = ConnectionGuard(
+        max_connections=settings.http_max_connections or default_max_connections(),
+        request_timeout=settings.http_request_timeout_seconds,
+        keepalive_timeout=settings.http_keepalive_seconds,
+    )
+    web_app.middlewares.append(guard.middleware)
+    runner = web.AppRunner(
+        web_app,
+        access_log=None,
+        shutdown_timeout=5,
+        keepalive_timeout=settings.http_keepalive_seconds,
+    )
+    await runner.setup()
+    assert runner.server is not None  # set up
+    listener = await guard.listen(runner.server, host, port)
+    return WebFront(runner, listener, guard)
+
+
 async def run_web(
     web_app: web.Application,
     settings: Settings,
@@ -47,26 +106,21 @@ async def run_web(
     socket_mode: bool = False,
     tune_collector: bool = True,
 ) -> None:
-    """Serve `web_app` on `settings.port` until `stop` (default: a signal) completes;
-    in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`). Just
-    before it listens, the garbage collector is set for serving (`bot.garbage_collector`)
-    unless `tune_collector` is False.
-
-    aiohttp's shutdown runs the app's `on_shutdown` hooks, which drain the worker.
+    """Serve `web_app` on `settings.port` (`start_web`) until `stop` (default: a signal)
+    completes; in Socket Mode on loopback unless `HOST` opens it (`Settings.listen_host`).
+    Once the app has started, the garbage collector is set for serving
+    (`bot.garbage_collector`) unless `tune_collector` is False.
     """
-    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
-    await runner.setup()
     host = settings.listen_host(socket_mode=socket_mode)
-    site = web.TCPSite(runner, host, settings.port)
+    front = await start_web(web_app, settings, host=host, port=settings.port)
     if tune_collector:
         # Start-up (the app's on_startup hooks included) is done; nothing waits yet.
         garbage_collector.tune(settings.gc_young_threshold)
-    await site.start()
     log.info("listening", extra={"host": host, "port": settings.port})
     try:
         await (stop if stop is not None else wait_for_signal())
     finally:
-        await runner.cleanup()
+        await front.stop()
 
 
 async def serve_http(

@@ -132,3 +132,16 @@ def test_logging_masks_a_long_body_in_linear_time() -> None:
     masked = redact(long_body(200_000))
     assert time.perf_counter() - started < 10.0
     assert "postgresql://user:[redacted]@db/x" in masked
+
+
+def test_logging_masks_basic_authorization(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("INFO")
+    credential = "c3VwcG9ydDpodW50ZXIy"  # support:hunter2
+    log = logging.getLogger("test.basic")
+    log.warning("proxy refused: Authorization: Basic %s", credential)
+    log.info("request", extra={"header": f"Basic {credential}"})
+    err = capsys.readouterr().err
+    logged = records(err)
+    assert credential not in err
+    assert logged[0]["msg"] == "proxy refused: Authorization: Basic [redacted]"
+    assert logged[1]["header"] == "Basic [redacted]"

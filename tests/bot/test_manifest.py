@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from bot.config import Settings
 from bot.slack.listeners import HANDOFF_SHORTCUT, SUMMARY_SHORTCUT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,3 +42,12 @@ def test_manifest_declares_the_assistant_panel() -> None:
     assert manifest["features"]["assistant_view"]["assistant_description"]
     assert "assistant:write" in manifest["oauth_config"]["scopes"]["bot"]
     assert {"assistant_thread_started", "assistant_thread_context_changed", "message.im"} <= events
+
+
+def test_manifest_requests_customize_only_with_the_setting_on() -> None:
+    """`chat:write.customize` lets an app post under any name: it is not asked for while
+    `CHAT_WRITE_CUSTOMIZE` is off, its default."""
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    assert Settings(_env_file=None).chat_write_customize is False
+    assert "chat:write" in manifest["oauth_config"]["scopes"]["bot"]
+    assert "chat:write.customize" not in manifest["oauth_config"]["scopes"]["bot"]

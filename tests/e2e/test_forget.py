@@ -14,17 +14,28 @@ from typing import Any
 import sqlalchemy as sa
 
 from agents.compaction import COMPACTION_AUTHOR
-from agents.models.scripted import ScriptedModel
+from agents.llm.agent import LlmAgent
+from agents.models.scripted import ScriptedModel, transfer
 from agents.summary import SummaryService
 from bot.config import Settings
 from bot.ops.commands import forget
 from bot.ops.running import bot_running
 from bot.wiring import Models, build_summarizer, window_hooks, work_limit
 from storage.forget import HANDOFF_REDACTED
-from storage.schema import digests, events, memory, sessions, summary_runs, summary_windows
+from storage.schema import (
+    deliveries,
+    digests,
+    dm_conversations,
+    events,
+    memory,
+    sessions,
+    summary_runs,
+    summary_windows,
+    user_state,
+)
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import channel_message
+from tests.e2e.harness import channel_message, dm
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.transcript_summarizer import TranscriptSummarizer
@@ -230,3 +241,86 @@ async def _session(db: Any, thread: Any) -> Any:
         session_id=thread.session_id,
         since_compaction=True,
     )
+
+
+def _stateful_tree(model: ScriptedModel) -> LlmAgent:
+    """`support_tree` whose agents keep their answers: the supervisor's under the thread
+    owner's `user:last_reply`, billing's as the session's `billing_summary`."""
+    billing = LlmAgent(
+        name="billing_agent",
+        description="Invoices, refunds and charges.",
+        instruction="Resolve billing questions.",
+        model=model,
+        disallow_transfer_to_peers=True,
+        output_key="billing_summary",
+    )
+    return LlmAgent(
+        name="support_supervisor",
+        description="Front door.",
+        instruction="Route the user.",
+        model=model,
+        sub_agents=[billing],
+        output_key="user:last_reply",
+    )
+
+
+async def _state_and_traces(db: Any) -> dict[str, Any]:
+    async with db.engine.connect() as conn:
+
+        async def rows(query: Any) -> list[tuple[Any, ...]]:
+            return [tuple(r) for r in (await conn.execute(query)).all()]
+
+        return {
+            "session_state": await rows(sa.select(sessions.c.user_id, sessions.c.state)),
+            "user_state": await rows(
+                sa.select(user_state.c.user_id, user_state.c.key, user_state.c.value)
+            ),
+            "dm_conversations": await rows(sa.select(dm_conversations.c.channel_id)),
+            "deliveries": sorted(k for (k,) in await rows(sa.select(deliveries.c.key))),
+        }
+
+
+async def test_forget_takes_back_the_state_and_slack_traces_a_speakers_turns_left(
+    slack: FakeSlackApi, start_bot: StartBot, tmp_path: Path
+) -> None:
+    """U2 writes twice in U1's thread: the supervisor's answer to the first lands in U1's
+    `user:last_reply`, billing's answer to the second in the session's `billing_summary`;
+    U2 also DMs the bot. Forgetting U2 puts U1's own reply back in `user:last_reply`,
+    removes `billing_summary` (nothing else wrote it), and leaves no DM conversation or
+    delivery key of U2's; the report names each kind."""
+    model = ScriptedModel(
+        [
+            "Happy to help with the charge.",
+            "Noted, u2@example.com.",
+            transfer("billing_agent"),
+            "Refund queued to card 4111 1111 1111 1111.",
+            "Hello U2.",
+        ]
+    )
+    bot = await start_bot(_stateful_tree(model), support_lead_channel="CLEAD")
+    await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
+    await bot.idle()
+    for n, text in enumerate([SECRET, "refund it to 4111 1111 1111 1111"]):
+        ts = f"1700000600.00030{n}"
+        await bot.send_event(channel_message(text, ts=ts, user="U2", thread_ts=ROOT))
+        await bot.idle()
+    await bot.send_event(dm("hi, this is U2", ts="1700000700.000100", user="U2", channel="D2"))
+    await bot.idle()
+    db = bot.services.db
+    before = await _state_and_traces(db)
+    assert ("U1", "user:last_reply", "Noted, u2@example.com.") in before["user_state"]
+    assert any("4111" in json.dumps(state) for _, state in before["session_state"])
+    assert [c for (c,) in before["dm_conversations"]] == ["D2"]
+    assert "message:T1:D2:1700000700.000100" in before["deliveries"]
+
+    out = io.StringIO()
+    assert await forget(_settings(tmp_path, slack), out, "U2") == 0
+    after = await _state_and_traces(db)
+    assert after["user_state"] == [("U1", "user:last_reply", "Happy to help with the charge.")]
+    assert after["session_state"] == [("U1", {})]
+    assert after["dm_conversations"] == []
+    assert after["deliveries"] == [f"message:T1:C1:{ROOT}"]
+    counts = dict(line.split() for line in out.getvalue().splitlines()[1:])
+    assert counts["session_state"] == "1" and counts["owner_user_state"] == "1"
+    assert counts["dm_conversations"] == "1" and counts["deliveries"] == "3"
+    assert counts["spoken_events"] == "6"  # two turns, one of them with its transfer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -129,11 +130,18 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
         "threads": 1,
         "feedback": 1,
         "user_state": 2,
+        "dm_conversations": 0,
+        "dm_folded": 0,
+        "deliveries": 1,  # the unanswered message's
         "inflight": 1,
         "sessions": 1,
+        "session_state": 0,
+        "owner_user_state": 0,
+        "app_state": 0,
     }
     assert await _rows_naming(db, USER) == []
     assert await _rows_naming(db, "gone-") == []
+    assert await _rows_naming(db, "gone.2") == []
     assert await _rows_naming(db, KEEP) == before
     kept = await db.sessions.get_session(app_name="app", user_id=KEEP, session_id="kept-s1")
     assert kept is not None and len(kept.events) == 2
@@ -189,3 +197,74 @@ async def test_database_forget_user_redacts_hand_off_records_made_from_their_wor
     assert await record_text(first) == HANDOFF_REDACTED
     assert await record_text(second) == HANDOFF_REDACTED
     assert await record_text(untouched) == "Handed off: 'other: my card is 4111'"
+
+
+async def _spoken_thread(db: Database) -> tuple[ThreadRecord, Session]:
+    """KEEP's thread: KEEP's turn wrote `user:note` and `diagnosis`; USER's turn (a
+    message and the answer to it) wrote them again with USER's words, and `app:last`."""
+    from storage.forget import SPEAKER_ID
+
+    key = ThreadKey(team_id="T1", channel_id="C1", thread_ts="state.1")
+    record = await db.threads.create(
+        key, session_id="state-s1", app_name="app", user_id=KEEP, empty_session=True, now=1.0
+    )
+    session = await db.sessions.of_thread(record)
+    assert session is not None
+    turns = [
+        (KEEP, "kept-inv", {"user:note": "kept", "diagnosis": "printer jam"}),
+        (USER, "gone-inv", {"user:note": "u@x.example", "diagnosis": "u@x.example", "app:last": 1}),
+    ]
+    for speaker, invocation, delta in turns:
+        said = Event(author="user", invocation_id=invocation, parts=(Part(text="hi"),))
+        await db.sessions.append_event(session, said.with_metadata(**{SPEAKER_ID: speaker}))
+        answer = Event(
+            author="support_supervisor",
+            invocation_id=invocation,
+            parts=(Part(text="noted"),),
+            actions=EventActions(state_delta=delta),
+        )
+        await db.sessions.append_event(session, answer)
+    return record, session
+
+
+async def test_database_forget_user_takes_back_the_state_their_turns_wrote(db: Database) -> None:
+    await _spoken_thread(db)
+    report = await db.forget_user(USER)
+    loaded = await db.sessions.get_session(app_name="app", user_id=KEEP, session_id="state-s1")
+    assert loaded is not None
+    assert loaded.state == {"user:note": "kept", "diagnosis": "printer jam"}
+    assert await _rows_naming(db, "u@x.example") == []
+    assert report.counts["spoken_events"] == 2
+    assert report.counts["session_state"] == 1
+    assert report.counts["owner_user_state"] == 1
+    assert report.counts["app_state"] == 1
+
+
+async def test_database_forget_user_holds_the_threads_lock_on_postgres(db: Database) -> None:
+    """A bot process writing in the thread holds its lock: forget waits for it, and so
+    also removes what that process wrote meanwhile."""
+    from storage.forget import SPEAKER_ID
+
+    if db.gate.is_sqlite:
+        pytest.skip("SQLite: forget refuses to run beside a bot instead (bot.ops.running)")
+    record, _ = await _spoken_thread(db)
+    other = await Database.open(db.url)  # another process's connection pool and locks
+    try:
+        lock = other.thread_locks.hold(record.key)
+        await lock.__aenter__()
+        try:
+            forgetting = asyncio.create_task(db.forget_user(USER))
+            done, _ = await asyncio.wait({forgetting}, timeout=1.0)
+            assert not done  # waiting for the thread
+            session = await other.sessions.of_thread(record)
+            assert session is not None
+            late = Event(author="user", invocation_id="late", parts=(Part(text="u@x.example"),))
+            await other.sessions.append_event(session, late.with_metadata(**{SPEAKER_ID: USER}))
+        finally:
+            await lock.__aexit__(None, None, None)
+        report = await forgetting
+    finally:
+        await other.close()
+    assert report.locked_threads == 1
+    assert report.counts["spoken_events"] == 3
+    assert await _rows_naming(db, "u@x.example") == []

@@ -8,10 +8,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from agents.errors import SessionStoreError
 from agents.events import Event, Part
 from storage import Database, StorageWriteError
+from storage.engine import create_engine
 
 
 async def test_write_to_read_only_sqlite_fails_clearly_and_keeps_events(tmp_path: Path) -> None:
@@ -63,3 +66,18 @@ async def test_write_waits_out_another_process_holding_the_sqlite_lock(tmp_path:
         holder.join()
         await db.close()
     assert stored.id == "e1"
+
+
+async def test_failed_statement_never_carries_the_persons_words(db_url: str) -> None:
+    """A statement's bound values (a person's message) stay out of the error and so out of
+    every log line that reports it: the engines hide SQL parameters."""
+    words = "my card is 4242 4242 4242 4242"
+    engine = create_engine(db_url)
+    try:
+        with pytest.raises(DBAPIError) as caught:
+            async with engine.begin() as conn:
+                await conn.execute(text("INSERT INTO no_such_table VALUES (:v)"), {"v": words})
+    finally:
+        await engine.dispose()
+    assert "no_such_table" in str(caught.value)
+    assert words not in str(caught.value)

@@ -183,6 +183,9 @@ def test_validator_checks_the_goal_like_every_item() -> None:
     assert [(p.kind.value, p.where, p.value) for p in found] == [
         ("unsupported_goal", ("goal",), "$5,000"),
         ("unsupported_goal", ("goal",), "within 2 days"),
+        ("unsupported_goal", ("goal",), "CFO"),
+        ("unsupported_goal", ("goal",), "pre-approved"),
+        ("unsupported_goal", ("goal",), "VIP"),
         ("link_in_goal", ("goal",), "https://evil.example/claim"),
         ("link_in_goal", ("goal",), "evil.example/claim"),
     ]
@@ -197,3 +200,16 @@ def test_a_record_missing_a_list_field_does_not_parse() -> None:
     )
     assert check(record) == [expected]
     assert check(record, strict=False) == [expected]
+
+
+def test_validator_goal_brings_no_domain_or_standing_of_its_own() -> None:
+    """A bare domain, an acronym or a word of standing the transcript never uses is the
+    goal's own invention; the same goal in the transcript's words passes."""
+    invented = "Refund A-1001 by claim at acme-refunds.com, pre-approved by the CFO"
+    found = Validator().validate(json.dumps({**PASSING, "goal": invented}), EVENTS).problems
+    assert sorted((p.kind.value, p.value) for p in found) == [
+        ("unsupported_goal", "CFO"),
+        ("unsupported_goal", "acme-refunds.com"),
+        ("unsupported_goal", "pre-approved"),
+    ]
+    assert check({**PASSING, "goal": "Get the refund for A-1001 sorted out"}) == []
