@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
-from aiohttp import web
 
 from agents.base_agent import BaseAgent
 from agents.runner import Runner
@@ -23,6 +22,7 @@ from bot.config import Settings
 from bot.digests.job import DigestJob
 from bot.slack.app import build_bolt_app, build_web_app, create_services, drain
 from bot.slack.message_ts import SlackTsPlugin
+from bot.slack.server import WebFront, start_web
 from bot.slack.services import BotServices
 from bot.threads.speaker import SpeakerPlugin
 from bot.wiring import compaction_hook, loop_lag_gate, work_limit
@@ -67,7 +67,7 @@ class BotHarness:
         self.services = services
         self._close_slack = close
         self._events = itertools.count(1)
-        self._runner: web.AppRunner | None = None
+        self._front: WebFront | None = None
         self.http: aiohttp.ClientSession | None = None
         self.url = ""
 
@@ -122,12 +122,9 @@ class BotHarness:
         )
         harness = cls(slack, services, client.close)
         app = build_web_app(services, build_bolt_app(services))
-        harness._runner = web.AppRunner(app, access_log=None)
-        await harness._runner.setup()
-        site = web.TCPSite(harness._runner, "127.0.0.1", 0)
-        await site.start()
-        port = harness._runner.addresses[0][1]
-        harness.url = f"http://127.0.0.1:{port}"
+        # The shipped front: connections capped and timed as `support-bot serve` serves.
+        harness._front = await start_web(app, config, host="127.0.0.1", port=0)
+        harness.url = f"http://127.0.0.1:{harness._front.port}"
         harness.http = aiohttp.ClientSession()
         return harness
 
@@ -135,8 +132,8 @@ class BotHarness:
         await drain(self.services)
         assert self.http is not None
         await self.http.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._front is not None:
+            await self._front.stop()
         await self._close_slack()
 
     async def idle(self, within: float = 10.0) -> None:
