@@ -145,7 +145,8 @@ class Settings(BaseSettings):
     user_rate_per_minute: float = Field(
         default=30,
         gt=0,
-        description="Messages and commands one user may send per minute (a token bucket); "
+        description="Messages, commands and clicks one user may send per minute, counted in "
+        "windows of USER_RATE_BURST requests in the database (shared by every process); "
         "beyond it the user is told the bot is busy.",
     )
     user_rate_burst: int = Field(

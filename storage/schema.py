@@ -288,3 +288,15 @@ feedback = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.Index(None, "user_id"),
 )
+
+# One row per user: the requests they made in their current rate window, counted here so
+# the limit holds however many bot processes share the database (`storage.rates`).
+# `told` is set once the user was told they are over it, so they are told once a window.
+user_rates = sa.Table(
+    "user_rates",
+    metadata,
+    sa.Column("user_id", sa.String(128), primary_key=True),
+    sa.Column("window_start", sa.Float, nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("told", sa.Boolean, nullable=False),
+)

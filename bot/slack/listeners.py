@@ -38,8 +38,12 @@ HANDOFF_SHORTCUT = "handoff_thread"
 def register(app: AsyncApp, services: BotServices) -> None:
     """Attach every listener, and the trigger-id middleware in front of them."""
     settings = services.settings
-    # One rate per user across messages, commands, shortcuts and the modal.
-    rate = UserRate(per_minute=settings.user_rate_per_minute, burst=settings.user_rate_burst)
+    # One rate per user across messages, commands, shortcuts, the modal and feedback.
+    rate = UserRate(
+        services.db.rates,
+        per_minute=settings.user_rate_per_minute,
+        burst=settings.user_rate_burst,
+    )
     actions = ThreadActions(services)
     messages = MessageHandlers(services, SlackReplier(services), rate)
     commands = CommandHandlers(services, actions, rate)

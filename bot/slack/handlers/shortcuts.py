@@ -20,7 +20,7 @@ from bot.slack.handlers.replies import ephemeral_in_thread, ephemeral_response
 from bot.slack.render.blocks import BUSY_TEXT
 from bot.slack.render.views import handoff_modal, refusal_modal
 from bot.slack.services import BotServices
-from bot.threads.admission import Priority, UserRate
+from bot.threads.admission import Priority, RateVerdict, UserRate
 
 PICK_ONE = "Pick either a person or an agent (not both)."
 
@@ -44,7 +44,7 @@ class ShortcutHandlers:
             return
         team, user, ref = where
         reply = ephemeral_response(respond)
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             await reply(BUSY_TEXT, None)
             return
         summary = self.actions.summarize(
@@ -62,7 +62,7 @@ class ShortcutHandlers:
         if where is None or not isinstance(trigger, str):
             return
         team, user, ref = where
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             await ephemeral_response(respond)(BUSY_TEXT, None)
             return
         self.services.worker.run(self._open_modal(team, user, ref, trigger), Priority.COMMAND)
@@ -96,7 +96,7 @@ class ShortcutHandlers:
         await ack()
         ref = ThreadRef(channel=meta["channel"], thread_ts=meta["thread_ts"])
         reply = ephemeral_in_thread(self.services.client, ref, user)
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             self.services.worker.spawn(reply(BUSY_TEXT, None))
             return
         handoff = self.actions.handoff(
