@@ -33,6 +33,13 @@ class Settings(BaseSettings):
         default=frozenset(),
         description="User ids allowed to summarise or hand off any thread (comma separated).",
     )
+    handoff_policy: Literal["members", "participants", "leads"] | None = Field(
+        default=None,
+        description="Who besides SUPPORT_LEADS may summarise, hand off or add a note to a "
+        "thread in a channel: `members` of the channel, `participants` (members who wrote "
+        "in the thread) or `leads` only. Unset: participants in shared and Slack Connect "
+        "channels, members elsewhere.",
+    )
 
     database_url: str = "sqlite+aiosqlite:///support_bot.db"
     model: str | None = Field(

@@ -27,7 +27,8 @@ Strict like Slack: a call with an argument its method does not take, or blocks b
 Block Kit's documented limits, is refused with Slack's error code (see
 `tests.fakes.slack_limits`) and kept in `refused`. `users.info` knows every `U`/`W` id as
 a person, `bots` as bot users, and nothing else; `conversations.info` says a `D`
-channel is a DM and a `group_dms` channel a group DM.
+channel is a DM, a `group_dms` channel a group DM and a `shared` channel a Slack
+Connect channel.
 
 Faults: `fail("chat.postMessage", status=429, times=1, retry_after=1)` makes the
 next `times` calls of that method fail (429 carries `Retry-After`; any other status
@@ -80,6 +81,7 @@ class FakeSlackApi:
         latency: float = 0.0,
         bots: set[str] | None = None,
         group_dms: set[str] | None = None,
+        shared: set[str] | None = None,
     ) -> None:
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -91,6 +93,7 @@ class FakeSlackApi:
         self.peak_in_flight = 0
         self.bots = {bot_user_id, "USLACKBOT", *(bots or set())}
         self.group_dms = set(group_dms or ())
+        self.shared = set(shared or ())
         self.calls: list[Call] = []
         self.refused: list[tuple[Call, str]] = []
         self.attempts: list[Call] = []
@@ -323,7 +326,17 @@ class FakeSlackApi:
         channel = str(args.get("channel", ""))
         if channel not in self.members and not channel.startswith("D"):
             return {"ok": False, "error": "channel_not_found"}
-        kind = {"is_im": channel.startswith("D"), "is_mpim": channel in self.group_dms}
+        im, mpim = channel.startswith("D"), channel in self.group_dms
+        shared = channel in self.shared
+        kind = {
+            "is_channel": not (im or mpim),
+            "is_im": im,
+            "is_mpim": mpim,
+            # A Slack Connect channel is shared with another organisation.
+            "is_shared": shared,
+            "is_ext_shared": shared,
+            "is_org_shared": False,
+        }
         return {"ok": True, "channel": {"id": channel, **kind}}
 
     def _views_open(self, args: dict[str, Any]) -> dict[str, Any]:

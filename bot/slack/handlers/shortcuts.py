@@ -74,7 +74,7 @@ class ShortcutHandlers:
         # modal replaces it once the requester is authorised. A refused user never sees
         # agent names.
         opened = await self.services.client.views_open(trigger_id=trigger, view=checking_modal())
-        if not await self.actions.authorised(user, ref.channel):
+        if not await self.actions.authorised(team, user, ref):
             view = refusal_modal(REFUSAL)
         else:
             meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
