@@ -281,6 +281,8 @@ feedback = sa.Table(
     sa.Column("user_id", sa.String(128), primary_key=True),
     sa.Column("agent", sa.String(128), nullable=False),
     sa.Column("value", sa.String(16), nullable=False),
+    # `customer` (the thread's owner) or `staff` (anyone else): who marked, for digests.
+    sa.Column("marker", sa.String(16), nullable=False, server_default="customer"),
     sa.Column("team_id", sa.String(32), nullable=False),
     sa.Column("channel_id", sa.String(32), nullable=False),
     sa.Column("thread_ts", sa.String(32), nullable=False),

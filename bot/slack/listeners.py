@@ -49,7 +49,7 @@ def register(app: AsyncApp, services: BotServices) -> None:
     commands = CommandHandlers(services, actions, rate)
     shortcuts = ShortcutHandlers(services, actions, rate)
     panel = PanelThreads(services)
-    feedback = FeedbackHandlers(services)
+    feedback = FeedbackHandlers(services, rate)
     home = HomeHandlers(services)
 
     app.middleware(RequestOnce(services).once_per_request)
