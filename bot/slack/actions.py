@@ -148,7 +148,9 @@ class ThreadActions:
             return
         _, _, session = loaded
         summary, links = await self._summary(ref, session)
-        text, blocks = summary_message(summary, links=links)
+        # Posted for the whole channel, tool calls and results are for the leads alone.
+        tool_results = not public or self.access.is_lead(user)
+        text, blocks = summary_message(summary, links=links, tool_results=tool_results)
         if public and summary.ok:
             await post_paged(
                 self.services.client,

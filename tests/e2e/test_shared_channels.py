@@ -4,7 +4,8 @@ In a Slack Connect channel, by default only the people who wrote in a thread (an
 support leads) may summarise it, hand it off or add a note; any other member gets the
 same refusal whether or not the thread exists. `HANDOFF_POLICY=leads` leaves it to the
 leads. A note is always quoted as its writer's own words: in the lead channel, in the
-thread, and in the session an agent takes over.
+thread, and in the session an agent takes over. A summary posted in a channel shows the
+items drawn from tool results only when a lead posts it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agents.models.scripted import ScriptedModel
+from agents.models.scripted import ScriptedModel, transfer
 from agents.summary import SummaryService
 from bot.slack.actions import REFUSAL
 from storage.threads import ThreadKey
@@ -166,3 +167,26 @@ async def test_note_to_an_agent_is_quoted_as_its_writers_words(
         assert "<@U2> wrote (their own words, quoted):" in handoff.text
     finally:
         await bot.stop()
+
+
+async def test_summary_posted_in_a_channel_shows_tool_results_only_to_leads(
+    slack: FakeSlackApi, start_bot: Any
+) -> None:
+    model = ScriptedModel([transfer("billing_agent"), "Your refund is on its way."])
+    record = {
+        **RECORD,
+        "decisions": [{"text": "The thread was routed to billing_agent", "sources": ["e3"]}],
+    }
+    summaries = SummaryService(ScriptedModel([json.dumps(record)] * 2))
+    bot = await start_bot(support_tree(model), summarizer=summaries, support_leads="ULEAD")
+    slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
+    await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
+    await wait_answers(slack)
+    await bot.idle()
+    for user in ("U2", "ULEAD"):
+        await bot.send_command("/summary", f"{link('C1')} public", user=user)
+        await bot.idle()
+    member, lead = (json.dumps(p["blocks"]) for p in _posted(slack, "C1")[-2:])
+    assert "The user says order 4411 was charged twice" in member
+    assert "routed to billing_agent" not in member and "shown to support leads only" in member
+    assert "routed to billing_agent" in lead and "shown to support leads only" not in lead
