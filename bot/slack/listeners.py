@@ -26,7 +26,7 @@ from bot.slack.handlers.shortcuts import ShortcutHandlers
 from bot.slack.render.blocks import FEEDBACK_ACTION
 from bot.slack.render.views import HANDOFF_MODAL
 from bot.slack.services import BotServices
-from bot.threads.admission import UserRate
+from bot.threads.admission import LocalRates, UserRate
 
 __all__ = ["HANDOFF_MODAL", "HANDOFF_SHORTCUT", "SUMMARY_SHORTCUT", "register"]
 
@@ -39,8 +39,10 @@ def register(app: AsyncApp, services: BotServices) -> None:
     """Attach every listener, and the trigger-id middleware in front of them."""
     settings = services.settings
     # One rate per user across messages, commands, shortcuts, the modal and feedback.
+    # A shared database (PostgreSQL) counts for every process; SQLite has one owner.
+    counter = LocalRates() if services.db.gate.is_sqlite else services.db.rates
     rate = UserRate(
-        services.db.rates,
+        counter,
         per_minute=settings.user_rate_per_minute,
         burst=settings.user_rate_burst,
     )

@@ -5,8 +5,9 @@ of one `PriorityLimit` while it runs, so `MAX_CONCURRENT_INVOCATIONS` bounds the
 together. When slots are short, waiting replies go before waiting digests: a person in
 a thread is waiting for the one, nobody for the other. `LimitedHook` puts background
 model work that follows a reply (compaction, window summaries) under the same limit.
-`UserRate` is a window per user, counted in the database (so it holds across processes),
-that callers ask before they accept, that is write, a message, command or click.
+`UserRate` is a window per user, counted in the database when processes share one (so
+it holds across them), that callers ask before they accept, that is write, a message,
+command or click.
 """
 
 from __future__ import annotations
@@ -135,11 +136,37 @@ class RateCounter(Protocol):
         ...
 
 
+class LocalRates:
+    """`RateStore`'s counting in this process alone, for a database with one owner
+    (SQLite): the same windows, without a write per request."""
+
+    def __init__(self, *, capacity: int = 50_000) -> None:
+        self._capacity = capacity
+        # user -> [window start, requests counted, told]
+        self._windows: dict[str, list[Any]] = {}
+
+    async def take(self, user_id: str, *, now: float, window: float, limit: int) -> RateTaken:
+        """Count one request of `user_id`; see `storage.rates.RateStore.take`."""
+        entry = self._windows.pop(user_id, None)
+        if entry is None or entry[0] <= now - window:
+            entry = [now, 0, False]
+        entry[1] += 1
+        tell = entry[1] > limit and not entry[2]
+        entry[2] = entry[2] or tell
+        self._windows[user_id] = entry
+        if len(self._windows) > self._capacity:
+            # The least recently seen user (dicts keep insertion order) starts afresh.
+            del self._windows[next(iter(self._windows))]
+        return RateTaken(count=entry[1], window_end=entry[0] + window, tell=tell)
+
+
 class UserRate:
     """A per-user rate: `burst` requests in a window of `burst / per_minute` minutes (the
-    same average as `per_minute`), counted in the database so the limit holds across
-    processes. A user over the limit is told once per window; until the window ends this
-    process refuses them without asking the database again (its fast path)."""
+    same average as `per_minute`), counted by `counter`: the database when several
+    processes share it (PostgreSQL), so the limit holds across them; `LocalRates` when
+    the database has one owner (SQLite). A user over the limit is told once per window;
+    until the window ends this process refuses them without asking the counter again (its
+    fast path)."""
 
     def __init__(
         self,
