@@ -34,6 +34,13 @@ class Settings(BaseSettings):
         default=frozenset(),
         description="User ids allowed to summarise or hand off any thread (comma separated).",
     )
+    handoff_policy: Literal["members", "participants", "leads"] | None = Field(
+        default=None,
+        description="Who besides SUPPORT_LEADS may summarise, hand off or add a note to a "
+        "thread in a channel: `members` of the channel, `participants` (members who wrote "
+        "in the thread) or `leads` only. Unset: participants in shared and Slack Connect "
+        "channels, members elsewhere.",
+    )
 
     database_url: str = "sqlite+aiosqlite:///support_bot.db"
     model: str | None = Field(
@@ -183,7 +190,8 @@ class Settings(BaseSettings):
     user_rate_per_minute: float = Field(
         default=30,
         gt=0,
-        description="Messages and commands one user may send per minute (a token bucket); "
+        description="Messages, commands and clicks one user may send per minute, counted in "
+        "windows of USER_RATE_BURST requests in the database (shared by every process); "
         "beyond it the user is told the bot is busy.",
     )
     user_rate_burst: int = Field(

@@ -25,6 +25,7 @@ from storage.errors import (
 from storage.feedback import FeedbackStore
 from storage.forget import ForgetReport, affected_threads, forget_user
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
+from storage.rates import RateStore
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
 from storage.summaries.digests import DigestStore
@@ -58,6 +59,7 @@ class Database:
         self.thread_locks = ThreadLocks(self.gate)
         self.dm_conversations = DmConversationStore(self.gate)
         self.feedback = FeedbackStore(self.gate)
+        self.rates = RateStore(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:

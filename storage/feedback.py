@@ -1,9 +1,16 @@
 """Feedback on AI replies: the thumbs up or down a person gave one reply.
 
-One row per (session, reply event, person), holding the button they clicked last. Slack
-may deliver a click twice, and several bot processes may each receive a copy: the
-primary key makes the second copy find the first one's row, so it is never counted
-twice. A person who changes their mind changes their row's value.
+One row per (session, reply event, person), holding the button they clicked last and
+whether they are the thread's customer or staff. Slack may deliver a click twice, and
+several bot processes may each receive a copy: the primary key makes the second copy
+find the first one's row, so it is never counted twice. A person who changes their mind
+changes their row's value.
+
+A click's reply is found by key (`reply`), never by loading its session: the button
+names an event id, which is only unique within one session, so the event must also have
+been posted no later than the message the button is on. After a hand-off re-maps the
+thread to a new session, an old button's event id names a later event there, and the
+lookup follows the hand-off back to the session the reply is in.
 """
 
 from __future__ import annotations
@@ -14,13 +21,28 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agents.handoff import HANDOFF_AUTHOR, HANDOFF_SOURCE
 from storage.engine import SqlGate
-from storage.schema import feedback
+from storage.schema import events, feedback, sessions
+
+# How many hand-offs back a click's reply is looked for (each is two key lookups).
+MAX_HANDOFF_HOPS = 8
 
 FeedbackValue = Literal["positive", "negative"]
 VALUES: tuple[FeedbackValue, ...] = ("positive", "negative")
 # What `record` did: a first click, a changed mind, or a copy of what is stored.
 Recorded = Literal["new", "changed", "duplicate"]
+# Who marked a reply: the thread's owner, or anyone else.
+Marker = Literal["customer", "staff"]
+
+
+@dataclass(frozen=True)
+class StoredReply:
+    """The reply a feedback button is under: its session, event and agent."""
+
+    session_id: str
+    event_id: str
+    agent: str
 
 
 @dataclass(frozen=True)
@@ -35,6 +57,7 @@ class FeedbackClick:
     agent: str
     user_id: str
     value: FeedbackValue
+    marker: Marker
 
 
 class FeedbackStore:
@@ -75,15 +98,87 @@ class FeedbackStore:
 
         return await self._gate.write(tx)
 
-    async def for_session(self, session_id: str) -> dict[str, int]:
-        """How many replies of the session people marked, per value."""
+    async def for_session(self, session_id: str) -> dict[tuple[str, str], int]:
+        """How many replies of the session people marked, per (marker, value)."""
 
-        async def tx(conn: AsyncConnection) -> dict[str, int]:
+        async def tx(conn: AsyncConnection) -> dict[tuple[str, str], int]:
             query = (
-                sa.select(feedback.c.value, sa.func.count(sa.distinct(feedback.c.event_id)))
+                sa.select(
+                    feedback.c.marker,
+                    feedback.c.value,
+                    sa.func.count(sa.distinct(feedback.c.event_id)),
+                )
                 .where(feedback.c.session_id == session_id)
-                .group_by(feedback.c.value)
+                .group_by(feedback.c.marker, feedback.c.value)
             )
-            return {value: int(n) for value, n in await conn.execute(query) if value in VALUES}
+            return {
+                (marker, value): int(n)
+                for marker, value, n in await conn.execute(query)
+                if value in VALUES and marker in ("customer", "staff")
+            }
 
         return await self._gate.read(tx)
+
+    async def reply(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event_id: str,
+        message_ts: str,
+        ts_key: str,
+    ) -> StoredReply | None:
+        """The agent reply `event_id` whose button is on Slack message `message_ts`, in
+        session `session_id` or one it was handed off from; `ts_key` is the event
+        metadata key holding the Slack ts it was posted as. None when there is none."""
+        if not (event_id[:1] == "e" and event_id[1:].isdigit()):
+            return None
+        seq = int(event_id[1:])
+
+        async def find(conn: AsyncConnection, session: str) -> tuple[str | None, str | None]:
+            """(the reply's agent if this session holds it, the session handed off from)."""
+            pk = (
+                sa.select(sessions.c.pk)
+                .where(
+                    sessions.c.app_name == app_name,
+                    sessions.c.user_id == user_id,
+                    sessions.c.session_id == session,
+                )
+                .scalar_subquery()
+            )
+            rows = await conn.execute(
+                sa.select(events.c.seq, events.c.author, events.c.custom_metadata).where(
+                    events.c.session_pk == pk, events.c.seq.in_((1, seq))
+                )
+            )
+            by_seq = {row.seq: (row.author, row.custom_metadata or {}) for row in rows}
+            agent = None
+            if seq in by_seq:
+                author, meta = by_seq[seq]
+                posted = meta.get(ts_key)
+                reply = author not in ("user", HANDOFF_AUTHOR)
+                if reply and isinstance(posted, str) and _ts(posted) <= _ts(message_ts):
+                    agent = author
+            source = by_seq.get(1, ("", {}))[1].get(HANDOFF_SOURCE)
+            return agent, source if isinstance(source, str) else None
+
+        async def tx(conn: AsyncConnection) -> StoredReply | None:
+            session: str | None = session_id
+            for _ in range(MAX_HANDOFF_HOPS + 1):
+                if session is None:
+                    return None
+                agent, source = await find(conn, session)
+                if agent is not None:
+                    return StoredReply(session_id=session, event_id=event_id, agent=agent)
+                session = source
+            return None
+
+        return await self._gate.read(tx)
+
+
+def _ts(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        return float("inf")

@@ -296,10 +296,24 @@ feedback = sa.Table(
     sa.Column("user_id", sa.String(128), primary_key=True),
     sa.Column("agent", sa.String(128), nullable=False),
     sa.Column("value", sa.String(16), nullable=False),
+    # `customer` (the thread's owner) or `staff` (anyone else): who marked, for digests.
+    sa.Column("marker", sa.String(16), nullable=False, server_default="customer"),
     sa.Column("team_id", sa.String(32), nullable=False),
     sa.Column("channel_id", sa.String(32), nullable=False),
     sa.Column("thread_ts", sa.String(32), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.Index(None, "user_id"),
+)
+
+# One row per user: the requests they made in their current rate window, counted here so
+# the limit holds however many bot processes share the database (`storage.rates`).
+# `told` is set once the user was told they are over it, so they are told once a window.
+user_rates = sa.Table(
+    "user_rates",
+    metadata,
+    sa.Column("user_id", sa.String(128), primary_key=True),
+    sa.Column("window_start", sa.Float, nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("told", sa.Boolean, nullable=False),
 )

@@ -1,12 +1,14 @@
 """Summarise and hand off threads: the work behind the slash commands and shortcuts.
 
 Who may do what (checked before anything else is shown or posted):
-- Summarise, or hand a thread to an agent: a member of the thread's channel, or one of
-  `SUPPORT_LEADS`. In a direct message with the bot that includes the customer.
-- Hand a thread to a person, or attach a note: one of `SUPPORT_LEADS`, or a member of a
-  channel thread. Never from a direct or group direct message with the bot unless a
-  support lead: a customer cannot post into the support-lead channel or ping anyone.
-  (`conversations.info` tells; when it cannot, the thread counts as direct.)
+- Summarise, or hand a thread to an agent: whoever `bot.slack.access` lets act on the
+  thread (`SUPPORT_LEADS`; the members of a direct message, the customer included; in a
+  channel, as `HANDOFF_POLICY` says: its members, or only those who wrote in the thread,
+  the default in shared channels, or only leads).
+- Hand a thread to a person, or attach a note: the same, but never from a direct or
+  group direct message with the bot unless a support lead: a customer cannot post into
+  the support-lead channel or ping anyone. (`conversations.info` tells; when it cannot,
+  the thread counts as direct.) A note is always shown as its writer's own words.
 - A person target must be a person of the workspace (`users.info`, scope `users:read`):
   not a bot, an app, a deactivated account or a user of another organisation's
   workspace; user groups are not targets at all.
@@ -15,10 +17,12 @@ Who may do what (checked before anything else is shown or posted):
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from slack_sdk.errors import SlackApiError
 
 from agents.sessions.session import Session
+from bot.slack.access import ChannelKind, ThreadAccess
 from bot.slack.command_args import ThreadRef
 from bot.slack.permalinks import ThreadLinks, thread_links
 from bot.slack.render.handoff_blocks import agent_handoff, person_handoff
@@ -27,12 +31,16 @@ from bot.slack.render.mrkdwn import escape
 from bot.slack.render.summary_blocks import summary_message
 from bot.slack.services import BotServices
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
+from bot.threads.participants import participants
 from bot.threads.summaries import ThreadSummary, summarize_session
 from storage.threads import ThreadKey, ThreadRecord
 
 log = logging.getLogger(__name__)
 
-REFUSAL = "You can only summarise or hand off threads in channels you are a member of."
+REFUSAL = (
+    "You can only summarise or hand off a thread you may act on: as a member of its "
+    "channel, or in a shared channel as someone who wrote in the thread."
+)
 UNKNOWN_THREAD = (
     "I have no conversation in that thread, so there is nothing to summarise or hand off."
 )
@@ -43,50 +51,51 @@ DIRECT_REFUSAL = (
 NOT_A_PERSON = "Hand-offs go to a person in this workspace, not to a bot, an app or a group."
 
 
+@dataclass(frozen=True)
+class Permit:
+    """A requester may act on a thread: what its channel is, and the thread itself when
+    the check loaded it (the participants policy reads who wrote in it)."""
+
+    kind: ChannelKind
+    thread: tuple[ThreadRecord, Session] | None = None
+
+
 class ThreadActions:
     """Authorised summary and handoff of one thread, reporting back through `reply`."""
 
     def __init__(self, services: BotServices) -> None:
         self.services = services
+        self.access = ThreadAccess(services)
 
     def handoff_agents(self) -> list[str]:
         """Agents a thread can be handed to: those that can own a thread."""
         return handoff_agents(self.services.runner.agent)
 
-    async def authorised(self, user: str, channel: str) -> bool:
-        """A support lead, or a member of the thread's channel."""
-        if user in self.services.settings.support_leads:
-            return True
-        cursor = None
-        try:
-            for _ in range(50):  # bounded: 50 pages of 1000 members
-                resp = await self.services.client.conversations_members(
-                    channel=channel, limit=1000, cursor=cursor
-                )
-                if user in resp.get("members", []):
-                    return True
-                cursor = (resp.get("response_metadata") or {}).get("next_cursor")
-                if not cursor:
-                    return False
-        except SlackApiError as exc:
-            log.info("membership check failed", extra={"error": exc.response.get("error")})
-        return False
+    async def authorised(self, team_id: str, user: str, ref: ThreadRef) -> bool:
+        """May `user` act on the thread at all (see `bot.slack.access`)?"""
+        return await self._authorise(team_id, user, ref) is not None
 
-    async def may_reach_people(self, user: str, channel: str) -> bool:
+    async def _authorise(self, team_id: str, user: str, ref: ThreadRef) -> Permit | None:
+        """The channel's kind, and the thread when the check had to load it; None when
+        `user` may not act on the thread."""
+        kind = await self.access.kind(ref.channel)
+        if self.access.is_lead(user):
+            return Permit(kind)
+        # A direct message's members may; a channel Slack could not describe is both
+        # direct and shared here, so it gets the stricter rule.
+        policy = "members" if kind.direct and not kind.shared else self.access.policy(kind)
+        if policy == "leads" or not await self.access.is_member(user, ref.channel):
+            return None
+        if policy == "members":
+            return Permit(kind)
+        loaded = await self._thread(team_id, ref)
+        if loaded is None or user not in participants(loaded[1], owner=loaded[0].user_id):
+            return None
+        return Permit(kind, loaded)
+
+    def may_reach_people(self, user: str, kind: ChannelKind) -> bool:
         """May `user` (already authorised) hand off to a person or write a note?"""
-        return user in self.services.settings.support_leads or not await self.is_direct(channel)
-
-    async def is_direct(self, channel: str) -> bool:
-        """A direct or group direct message; unknown counts as direct (fails closed)."""
-        if channel.startswith("D"):
-            return True
-        try:
-            answer = await self.services.client.conversations_info(channel=channel)
-        except SlackApiError as exc:
-            log.info("channel check failed", extra={"error": exc.response.get("error")})
-            return True
-        info = answer.get("channel") or {}
-        return bool(info.get("is_im") or info.get("is_mpim"))
+        return self.access.is_lead(user) or not kind.direct
 
     async def is_person(self, user: str, team_id: str) -> bool:
         """A person of workspace `team_id`: known to `users.info`, not a bot, an app, a
@@ -105,19 +114,26 @@ class ThreadActions:
             or profile.get("team_id", team_id) != team_id
         )
 
-    async def _load(
-        self, team_id: str, ref: ThreadRef, user: str, reply: Reply
-    ) -> tuple[ThreadRecord, Session] | None:
-        if not await self.authorised(user, ref.channel):
-            await reply(REFUSAL, None)
-            return None
+    async def _thread(self, team_id: str, ref: ThreadRef) -> tuple[ThreadRecord, Session] | None:
         key = ThreadKey(team_id=team_id, channel_id=ref.channel, thread_ts=ref.thread_ts)
         record = await self.services.db.threads.get(key)
         session = None if record is None else await self.services.db.sessions.of_thread(record)
         if record is None or session is None or not session.events:
-            await reply(UNKNOWN_THREAD, None)
             return None
         return record, session
+
+    async def _load(
+        self, team_id: str, ref: ThreadRef, user: str, reply: Reply
+    ) -> tuple[ChannelKind, ThreadRecord, Session] | None:
+        permit = await self._authorise(team_id, user, ref)
+        if permit is None:
+            await reply(REFUSAL, None)
+            return None
+        loaded = permit.thread or await self._thread(team_id, ref)
+        if loaded is None:
+            await reply(UNKNOWN_THREAD, None)
+            return None
+        return permit.kind, *loaded
 
     async def _summary(
         self, ref: ThreadRef, session: Session, surface: str
@@ -138,9 +154,11 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
-        _, session = loaded
+        _, _, session = loaded
         summary, links = await self._summary(ref, session, "summary")
-        text, blocks = summary_message(summary, links=links)
+        # Posted for the whole channel, tool calls and results are for the leads alone.
+        tool_results = not public or self.access.is_lead(user)
+        text, blocks = summary_message(summary, links=links, tool_results=tool_results)
         if public and summary.ok:
             await post_paged(
                 self.services.client,
@@ -169,7 +187,8 @@ class ThreadActions:
         loaded = await self._load(team_id, ref, user, reply)
         if loaded is None:
             return
-        if (person is not None or note) and not await self.may_reach_people(user, ref.channel):
+        kind, record, session = loaded
+        if (person is not None or note) and not self.may_reach_people(user, kind):
             await reply(DIRECT_REFUSAL, None)
             return
         if agent is not None and agent not in self.handoff_agents():
@@ -179,7 +198,6 @@ class ThreadActions:
         if person is not None and not await self.is_person(person, team_id):
             await reply(NOT_A_PERSON, None)
             return
-        record, session = loaded
         summary, links = await self._summary(ref, session, "handoff")
         try:
             if person is not None:
@@ -230,10 +248,14 @@ class ThreadActions:
         summary: ThreadSummary,
         links: ThreadLinks,
     ) -> None:
-        text = handoff_text(summary, thread_link=links.thread_link, note=note)
+        text = handoff_text(
+            summary, thread_link=links.thread_link, note=note, note_by=f"<@{requester}>"
+        )
         await hand_to_agent(self.services.db, record, session, agent, text)
         key = record.key
-        message, blocks = agent_handoff(requester=requester, agent=agent, summary=summary)
+        message, blocks = agent_handoff(
+            requester=requester, agent=agent, note=note, summary=summary
+        )
         await post_paged(
             self.services.client,
             channel=key.channel_id,

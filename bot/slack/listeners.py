@@ -26,7 +26,7 @@ from bot.slack.handlers.shortcuts import ShortcutHandlers
 from bot.slack.render.blocks import FEEDBACK_ACTION
 from bot.slack.render.views import HANDOFF_MODAL
 from bot.slack.services import BotServices
-from bot.threads.admission import UserRate
+from bot.threads.admission import LocalRates, UserRate
 
 __all__ = ["HANDOFF_MODAL", "HANDOFF_SHORTCUT", "SUMMARY_SHORTCUT", "register"]
 
@@ -38,14 +38,20 @@ HANDOFF_SHORTCUT = "handoff_thread"
 def register(app: AsyncApp, services: BotServices) -> None:
     """Attach every listener, and the trigger-id middleware in front of them."""
     settings = services.settings
-    # One rate per user across messages, commands, shortcuts and the modal.
-    rate = UserRate(per_minute=settings.user_rate_per_minute, burst=settings.user_rate_burst)
+    # One rate per user across messages, commands, shortcuts, the modal and feedback.
+    # A shared database (PostgreSQL) counts for every process; SQLite has one owner.
+    counter = LocalRates() if services.db.gate.is_sqlite else services.db.rates
+    rate = UserRate(
+        counter,
+        per_minute=settings.user_rate_per_minute,
+        burst=settings.user_rate_burst,
+    )
     actions = ThreadActions(services)
     messages = MessageHandlers(services, SlackReplier(services), rate)
     commands = CommandHandlers(services, actions, rate)
     shortcuts = ShortcutHandlers(services, actions, rate)
     panel = PanelThreads(services)
-    feedback = FeedbackHandlers(services)
+    feedback = FeedbackHandlers(services, rate)
     home = HomeHandlers(services)
 
     app.middleware(RequestOnce(services).once_per_request)

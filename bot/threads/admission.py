@@ -5,8 +5,9 @@ of one `PriorityLimit` while it runs, so `MAX_CONCURRENT_INVOCATIONS` bounds the
 together. When slots are short, waiting replies go before waiting digests: a person in
 a thread is waiting for the one, nobody for the other. `LimitedHook` puts background
 model work that follows a reply (compaction, window summaries) under the same limit.
-`UserRate` is a token bucket per user that callers ask before they accept a message or
-command (per process: several processes each keep their own buckets).
+`UserRate` is a window per user, counted in the database when processes share one (so
+it holds across them), that callers ask before they accept, that is write, a message,
+command or click.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from enum import IntEnum
-from typing import Any
+from enum import Enum, IntEnum
+from typing import Any, Protocol
+
+from storage.rates import RateTaken
 
 
 class Priority(IntEnum):
@@ -116,31 +119,84 @@ class LimitedHook:
             await self.hook(session, invocation_id)
 
 
+class RateVerdict(Enum):
+    """What `UserRate.check` decided: let the request through, or refuse it and tell the
+    user (once a window), or refuse it quietly (they were told already)."""
+
+    ALLOW = "allow"
+    TELL = "tell"
+    QUIET = "quiet"
+
+
+class RateCounter(Protocol):
+    """Where requests are counted (`storage.rates.RateStore`)."""
+
+    async def take(self, user_id: str, *, now: float, window: float, limit: int) -> RateTaken:
+        """Count one request of `user_id`; see `RateStore.take`."""
+        ...
+
+
+class LocalRates:
+    """`RateStore`'s counting in this process alone, for a database with one owner
+    (SQLite): the same windows, without a write per request."""
+
+    def __init__(self, *, capacity: int = 50_000) -> None:
+        self._capacity = capacity
+        # user -> [window start, requests counted, told]
+        self._windows: dict[str, list[Any]] = {}
+
+    async def take(self, user_id: str, *, now: float, window: float, limit: int) -> RateTaken:
+        """Count one request of `user_id`; see `storage.rates.RateStore.take`."""
+        entry = self._windows.pop(user_id, None)
+        if entry is None or entry[0] <= now - window:
+            entry = [now, 0, False]
+        entry[1] += 1
+        tell = entry[1] > limit and not entry[2]
+        entry[2] = entry[2] or tell
+        self._windows[user_id] = entry
+        if len(self._windows) > self._capacity:
+            # The least recently seen user (dicts keep insertion order) starts afresh.
+            del self._windows[next(iter(self._windows))]
+        return RateTaken(count=entry[1], window_end=entry[0] + window, tell=tell)
+
+
 class UserRate:
-    """A token bucket per user: `burst` requests at once, then `per_minute` a minute."""
+    """A per-user rate: `burst` requests in a window of `burst / per_minute` minutes (the
+    same average as `per_minute`), counted by `counter`: the database when several
+    processes share it (PostgreSQL), so the limit holds across them; `LocalRates` when
+    the database has one owner (SQLite). A user over the limit is told once per window;
+    until the window ends this process refuses them without asking the counter again (its
+    fast path)."""
 
     def __init__(
         self,
+        counter: RateCounter,
         *,
         per_minute: float,
         burst: int,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
         capacity: int = 50_000,
     ) -> None:
-        self._rate = per_minute / 60.0
-        self._burst = float(burst)
+        self._counter = counter
+        self._limit = burst
+        self._window = burst / per_minute * 60.0
         self._clock = clock
         self._capacity = capacity
-        self._buckets: dict[str, tuple[float, float]] = {}
+        # Users known to be over the limit and told, with the end of their window.
+        self._refused_until: dict[str, float] = {}
 
-    def allow(self, user: str) -> bool:
-        """Take one token from `user`'s bucket; False when it is empty."""
+    async def check(self, user: str) -> RateVerdict:
+        """Count one request of `user` (before anything of it is written) and decide."""
         now = self._clock()
-        tokens, last = self._buckets.pop(user, (self._burst, now))
-        tokens = min(self._burst, tokens + (now - last) * self._rate)
-        allowed = tokens >= 1.0
-        self._buckets[user] = (tokens - 1.0 if allowed else tokens, now)
-        if len(self._buckets) > self._capacity:
-            # The least recently seen user (dicts keep insertion order) starts afresh.
-            del self._buckets[next(iter(self._buckets))]
-        return allowed
+        until = self._refused_until.pop(user, None)
+        if until is not None and now < until:
+            self._refused_until[user] = until
+            return RateVerdict.QUIET
+        taken = await self._counter.take(user, now=now, window=self._window, limit=self._limit)
+        if taken.count <= self._limit:
+            return RateVerdict.ALLOW
+        self._refused_until[user] = taken.window_end
+        if len(self._refused_until) > self._capacity:
+            # The oldest entry goes; that user's next request asks the database again.
+            del self._refused_until[next(iter(self._refused_until))]
+        return RateVerdict.TELL if taken.tell else RateVerdict.QUIET

@@ -53,8 +53,11 @@ def raw_thread(events: list[Event]) -> str:
     return render_transcript(events, RAW_THREAD, mask=mask).fenced()
 
 
-def handoff_text(summary: ThreadSummary, *, thread_link: str | None, note: str) -> str:
-    """The record a session handed off from `summary`'s session starts from."""
+def handoff_text(
+    summary: ThreadSummary, *, thread_link: str | None, note: str, note_by: str = ""
+) -> str:
+    """The record a session handed off from `summary`'s session starts from; `note`
+    is quoted as the words of `note_by` (the transport's name for its writer)."""
     session = summary.session
     where = f" (thread {thread_link})" if thread_link else ""
     lines = [f"Handed off from session {session.id}{where}."]
@@ -72,7 +75,7 @@ def handoff_text(summary: ThreadSummary, *, thread_link: str | None, note: str) 
         )
         lines.append(raw_thread(list(session.events)))
     if note:
-        lines.append("Note from the person handing off:")
+        lines.append(f"{note_by or 'The person handing off'} wrote (their own words, quoted):")
         lines.append(quoted(note))
     return "\n".join(lines)
 

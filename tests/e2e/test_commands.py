@@ -197,8 +197,11 @@ async def test_commands_handoff_shortcut_opens_modal_and_submission_hands_off(
     payload = bot.message_shortcut("handoff_thread", channel="C1", ts=ROOT, thread_ts=ROOT)
     await bot.send_payload(payload)
     await bot.idle()
+    # The modal opens as a "checking" view and becomes the hand-off form once authorised.
     [opened] = slack.calls_to("views.open")
-    view = opened["view"]
+    [updated] = slack.calls_to("views.update")
+    assert "callback_id" not in opened["view"] and "Checking" in json.dumps(opened["view"])
+    view = updated["view"]
     assert view["callback_id"] == "handoff_modal"
     submission = bot.handoff_submission(
         user="ULEAD", private_metadata=view["private_metadata"], person="U2", note="VIP"

@@ -119,7 +119,7 @@ async def test_feedback_click_is_stored_and_counted_once_even_when_delivered_twi
     assert got['support_bot_duplicate_deliveries_total{layer="request"}'] == 1
     assert got['support_bot_duplicate_deliveries_total{layer="feedback"}'] == 1
     session_id = (await database.threads.list_threads())[0].session_id
-    assert await database.feedback.for_session(session_id) == {"negative": 1}
+    assert await database.feedback.for_session(session_id) == {("customer", "negative"): 1}
 
     # The stored figures, as `support-bot stats` prints them.
     rows = dict(stats_rows(await database.stats.collect()))
@@ -146,8 +146,9 @@ async def test_feedback_changed_mind_and_other_people_count_separately(
     for value, user in (("negative", "U1"), ("positive", "U1"), ("positive", "U2")):
         await bot.send_payload(click(block, value, user=user, **where))
     await bot.idle()
+    # People, not clicks: U1's change of mind moved their mark, it added none.
     got = await metrics(bot)
-    assert got['support_bot_feedback_total{agent="support_supervisor",value="negative"}'] == 1
+    assert got['support_bot_feedback_total{agent="support_supervisor",value="negative"}'] == 0
     assert got['support_bot_feedback_total{agent="support_supervisor",value="positive"}'] == 2
     rows = dict(stats_rows(await database.stats.collect()))
     assert rows["feedback [support_supervisor]"] == "2 helpful, 0 unhelpful"

@@ -12,7 +12,8 @@ What it serves: `auth.test`, `chat.postMessage` (keeping `metadata`, and marking
 `reply_broadcast` as Slack does), `chat.update`, `chat.postEphemeral`, `chat.delete`,
 `chat.getPermalink`, `conversations.replies` and `conversations.history` (metadata only
 with `include_all_metadata`; history holds no thread replies), `conversations.members`,
-`conversations.info`, `users.info`, `views.open`, `views.publish`,
+`conversations.info`, `users.info`, `views.open` (one view per trigger id),
+`views.update` (of a view it opened), `views.publish`,
 `apps.connections.open` (answers `socket_url`), the streaming methods
 (`tests.fakes.slack_streams`), and `POST /response/<id>` for
 `response_url` callbacks (recorded as method `"response_url"`). Any other method
@@ -26,7 +27,8 @@ Strict like Slack: a call with an argument its method does not take, or blocks b
 Block Kit's documented limits, is refused with Slack's error code (see
 `tests.fakes.slack_limits`) and kept in `refused`. `users.info` knows every `U`/`W` id as
 a person, `bots` as bot users, and nothing else; `conversations.info` says a `D`
-channel is a DM and a `group_dms` channel a group DM.
+channel is a DM, a `group_dms` channel a group DM and a `shared` channel a Slack
+Connect channel.
 
 Faults: `fail("chat.postMessage", status=429, times=1, retry_after=1)` makes the
 next `times` calls of that method fail (429 carries `Retry-After`; any other status
@@ -79,6 +81,7 @@ class FakeSlackApi:
         latency: float = 0.0,
         bots: set[str] | None = None,
         group_dms: set[str] | None = None,
+        shared: set[str] | None = None,
     ) -> None:
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -90,6 +93,7 @@ class FakeSlackApi:
         self.peak_in_flight = 0
         self.bots = {bot_user_id, "USLACKBOT", *(bots or set())}
         self.group_dms = set(group_dms or ())
+        self.shared = set(shared or ())
         self.calls: list[Call] = []
         self.refused: list[tuple[Call, str]] = []
         self.attempts: list[Call] = []
@@ -97,6 +101,9 @@ class FakeSlackApi:
         self.messages: dict[str, dict[str, dict[str, Any]]] = {}
         # (channel, thread_ts) -> the panel status line Slack shows under the thread
         self.statuses: dict[tuple[str, str], str] = {}
+        # Open modals by view id, and the trigger ids already used (each opens one view).
+        self.views: dict[str, dict[str, Any]] = {}
+        self._used_triggers: set[str] = set()
         self._faults: dict[str, _Fault] = {}
         # An error code chat.startStream answers with (see tests.fakes.slack_streams).
         self.stream_refusal: str | None = None
@@ -319,8 +326,38 @@ class FakeSlackApi:
         channel = str(args.get("channel", ""))
         if channel not in self.members and not channel.startswith("D"):
             return {"ok": False, "error": "channel_not_found"}
-        kind = {"is_im": channel.startswith("D"), "is_mpim": channel in self.group_dms}
+        im, mpim = channel.startswith("D"), channel in self.group_dms
+        shared = channel in self.shared
+        kind = {
+            "is_channel": not (im or mpim),
+            "is_im": im,
+            "is_mpim": mpim,
+            # A Slack Connect channel is shared with another organisation.
+            "is_shared": shared,
+            "is_ext_shared": shared,
+            "is_org_shared": False,
+        }
         return {"ok": True, "channel": {"id": channel, **kind}}
+
+    def _views_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        trigger = args.get("trigger_id")
+        if not trigger or "view" not in args:
+            return {"ok": False, "error": "invalid_arguments"}
+        if trigger in self._used_triggers:
+            return {"ok": False, "error": "expired_trigger_id"}
+        self._used_triggers.add(trigger)
+        view_id = "V" + self.next_ts().replace(".", "")
+        self.views[view_id] = dict(args["view"], id=view_id)
+        return {"ok": True, "view": self.views[view_id]}
+
+    def _views_update(self, args: dict[str, Any]) -> dict[str, Any]:
+        view_id = args.get("view_id")
+        if "view" not in args or not (view_id or args.get("external_id")):
+            return {"ok": False, "error": "invalid_arguments"}
+        if view_id not in self.views:
+            return {"ok": False, "error": "not_found"}
+        self.views[view_id] = dict(args["view"], id=view_id)
+        return {"ok": True, "view": self.views[view_id]}
 
     def _delete(self, args: dict[str, Any]) -> dict[str, Any]:
         channel, ts = args.get("channel", ""), args.get("ts", "")
@@ -435,7 +472,8 @@ _HANDLERS: dict[str, Callable[[FakeSlackApi, dict[str, Any]], dict[str, Any]]] =
     "conversations.info": FakeSlackApi._info,
     "users.info": FakeSlackApi._user,
     "chat.delete": FakeSlackApi._delete,
-    "views.open": lambda self, a: {"ok": True, "view": {"id": "V" + self.next_ts()}},
+    "views.open": FakeSlackApi._views_open,
+    "views.update": FakeSlackApi._views_update,
     "views.publish": lambda self, a: {"ok": True, "view": {"id": "VHOME"}},
     "apps.connections.open": FakeSlackApi._connections_open,
     "assistant.threads.setStatus": FakeSlackApi._set_status,

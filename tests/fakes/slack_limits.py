@@ -133,6 +133,7 @@ METHOD_ARGS: dict[str, frozenset[str]] = {
         }
     ),
     "views.open": frozenset({"token", "trigger_id", "interactivity_pointer", "view"}),
+    "views.update": frozenset({"token", "view_id", "external_id", "view", "hash"}),
     "views.publish": frozenset({"token", "user_id", "view", "hash"}),
 }
 # The assistant panel's methods (issue 19): the arguments slack_sdk's signatures take
@@ -223,7 +224,7 @@ def refusal(method: str, args: dict[str, Any]) -> tuple[str, str] | None:
     try:
         if method in ("chat.postMessage", "chat.update", "chat.postEphemeral", "response_url"):
             _message(args)
-        elif method in ("views.open", "views.publish"):
+        elif method in ("views.open", "views.update", "views.publish"):
             _view(args.get("view"))
         elif method.startswith("assistant.threads."):
             _assistant(method, args)

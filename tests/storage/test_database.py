@@ -95,6 +95,7 @@ async def _populate(db: Database, user: str, tag: str) -> None:
         agent="billing_agent",
         user_id=user,
         value="negative",
+        marker="customer",
     )
     await db.feedback.record(click, now=1.0)
 

@@ -17,6 +17,7 @@ CLICK = FeedbackClick(
     agent="billing_agent",
     user_id="U1",
     value="negative",
+    marker="customer",
 )
 
 
@@ -29,7 +30,7 @@ async def test_feedback_racing_copies_of_one_click_store_it_once(db: Database) -
     finally:
         await other.close()
     assert sorted(done) == ["duplicate"] * 9 + ["new"]
-    assert await db.feedback.for_session("s1") == {"negative": 1}
+    assert await db.feedback.for_session("s1") == {("customer", "negative"): 1}
 
 
 async def test_feedback_changed_mind_replaces_and_people_count_per_reply(db: Database) -> None:
@@ -37,11 +38,15 @@ async def test_feedback_changed_mind_replaces_and_people_count_per_reply(db: Dat
     positive = dataclasses.replace(CLICK, value="positive")
     assert await db.feedback.record(positive, now=2.0) == "changed"
     assert await db.feedback.record(positive, now=3.0) == "duplicate"
-    assert await db.feedback.for_session("s1") == {"positive": 1}
+    assert await db.feedback.for_session("s1") == {("customer", "positive"): 1}
     # Another person on the same reply, and the first person on another reply.
-    await db.feedback.record(dataclasses.replace(CLICK, user_id="U2"), now=4.0)
+    await db.feedback.record(dataclasses.replace(CLICK, user_id="U2", marker="staff"), now=4.0)
     await db.feedback.record(dataclasses.replace(CLICK, event_id="e5"), now=5.0)
-    assert await db.feedback.for_session("s1") == {"positive": 1, "negative": 2}
+    assert await db.feedback.for_session("s1") == {
+        ("customer", "positive"): 1,
+        ("customer", "negative"): 1,
+        ("staff", "negative"): 1,
+    }
     assert (await db.stats.collect()).feedback == {
         ("billing_agent", "positive"): 1,
         ("billing_agent", "negative"): 2,

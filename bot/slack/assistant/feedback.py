@@ -1,11 +1,16 @@
 """Clicks on the feedback buttons under each AI reply (`render.blocks.feedback_block`).
 
-A click names the reply's event in its block id. It is stored against that event and
-the agent that wrote it, which is read from the stored session, never from the payload
-(`storage.feedback`). Slack may deliver a click twice, and several processes may each
-get a copy: the store keeps one row per person and reply, so a copy is never counted.
-`support_bot_feedback_total{agent,value}` counts what was stored: a person's first click
-on a reply, or a changed mind.
+A click names the reply's event in its block id, and Slack says which message the
+button is on: the reply is looked up by that key, following any hand-off back to the
+session it was posted in, and stored against the agent that wrote it, read from the
+database, never from the payload (`storage.feedback`). Slack may deliver a click twice,
+and several processes may each get a copy: the store keeps one row per person and
+reply, so a copy is never counted. Each click goes through the person's rate.
+
+`support_bot_feedback_total{agent,value}` counts people: one per person and reply, and
+a change of mind moves it from one value to the other (a gauge whose changes each
+process adds; summed over processes it is the stored count). Whoever owns the thread
+marks as the customer, anyone else as staff.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck
 
 from agents.metrics import REGISTRY
+from bot.slack.message_ts import SLACK_TS
 from bot.slack.render.blocks import FEEDBACK_ACTION, FEEDBACK_BLOCK_PREFIX
 from bot.slack.services import BotServices
+from bot.threads.admission import RateVerdict, UserRate
 from storage.feedback import VALUES, FeedbackClick, FeedbackValue
 from storage.threads import ThreadKey
 
@@ -29,8 +36,9 @@ log = logging.getLogger(__name__)
 
 REGISTRY.describe(
     "support_bot_feedback_total",
-    "counter",
-    "Feedback on AI replies by the agent that wrote them (one per person and reply)",
+    "gauge",
+    "People's feedback on AI replies by the agent that wrote them (one per person and "
+    "reply; a change of mind moves it)",
 )
 
 _EVENT_ID = re.compile(r"e[0-9]{1,12}")
@@ -47,6 +55,7 @@ class Click:
     thread_ts: str
     user_id: str
     event_id: str
+    message_ts: str
     value: FeedbackValue
 
 
@@ -70,6 +79,7 @@ def parse_click(body: dict[str, Any]) -> Click | None:
         thread_ts=_text(thread_ts, _TS) or "",
         user_id=_text(user.get("id"), _ID) or "",
         event_id=_text(block_id.removeprefix(FEEDBACK_BLOCK_PREFIX), _EVENT_ID) or "",
+        message_ts=_text(container.get("message_ts"), _TS) or "",
         value=value,
     )
     return click if all(dataclasses.astuple(click)) else None
@@ -77,49 +87,68 @@ def parse_click(body: dict[str, Any]) -> Click | None:
 
 async def store_click(services: BotServices, click: Click) -> str | None:
     """Store `click` against its reply's event and agent; what the store did, or None
-    when the reply is no longer stored (its thread forgotten, say)."""
+    when the reply is not stored (its thread forgotten, or a forged button)."""
     db = services.db
     key = ThreadKey(team_id=click.team_id, channel_id=click.channel_id, thread_ts=click.thread_ts)
     thread = await db.threads.get(key)
-    session = await db.sessions.of_thread(thread) if thread is not None else None
     reply = None
-    if session is not None:
-        reply = next((e for e in session.events if e.id == click.event_id), None)
-    if thread is None or reply is None or reply.author == "user":
+    if thread is not None:
+        reply = await db.feedback.reply(
+            app_name=thread.app_name,
+            user_id=thread.user_id,
+            session_id=thread.session_id,
+            event_id=click.event_id,
+            message_ts=click.message_ts,
+            ts_key=SLACK_TS,
+        )
+    if thread is None or reply is None:
         log.info("feedback on a reply that is not stored", extra={"slack_thread": click.thread_ts})
         return None
+    staff = click.user_id != thread.user_id or click.user_id in services.settings.support_leads
     recorded = await db.feedback.record(
         FeedbackClick(
             team_id=click.team_id,
             channel_id=click.channel_id,
             thread_ts=click.thread_ts,
-            session_id=thread.session_id,
-            event_id=reply.id,
-            agent=reply.author,
+            session_id=reply.session_id,
+            event_id=reply.event_id,
+            agent=reply.agent,
             user_id=click.user_id,
             value=click.value,
+            marker="staff" if staff else "customer",
         ),
         now=time.time(),
     )
     if recorded == "duplicate":
         REGISTRY.inc("support_bot_duplicate_deliveries_total", layer="feedback")
-    else:
-        REGISTRY.inc("support_bot_feedback_total", agent=reply.author, value=click.value)
+        return recorded
+    REGISTRY.inc("support_bot_feedback_total", agent=reply.agent, value=click.value)
+    if recorded == "changed":
+        # The person's mark moves: their other value loses the one it had.
+        other = next(v for v in VALUES if v != click.value)
+        REGISTRY.inc("support_bot_feedback_total", -1, agent=reply.agent, value=other)
     return recorded
 
 
 class FeedbackHandlers:
-    """`on_feedback`, storing clicks through `services` in the background."""
+    """`on_feedback`, storing clicks through `services` in the background, within the
+    users' shared rate."""
 
-    def __init__(self, services: BotServices) -> None:
+    def __init__(self, services: BotServices, rate: UserRate) -> None:
         self.services = services
+        self.rate = rate
 
     async def on_feedback(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        """Ack a click at once; store it in the background."""
+        """Ack a click at once; store it in the background unless its person is over
+        their rate (a click over it is dropped: the buttons are no place for a notice)."""
         await ack()
         click = parse_click(body)
         if click is not None and not self.services.worker.closed:
-            self.services.worker.spawn(store_click(self.services, click))
+            self.services.worker.spawn(self._store(click))
+
+    async def _store(self, click: Click) -> None:
+        if await self.rate.check(click.user_id) is RateVerdict.ALLOW:
+            await store_click(self.services, click)
 
 
 def _object(value: Any) -> dict[str, Any]:

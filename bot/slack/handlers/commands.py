@@ -19,7 +19,7 @@ from bot.slack.handlers.fields import text, who
 from bot.slack.handlers.replies import ephemeral_response
 from bot.slack.render.blocks import BUSY_TEXT
 from bot.slack.services import BotServices
-from bot.threads.admission import Priority, UserRate
+from bot.threads.admission import Priority, RateVerdict, UserRate
 
 ArgsT = TypeVar("ArgsT")
 
@@ -80,6 +80,9 @@ class CommandHandlers:
             await ack(text=INCOMPLETE_COMMAND)
         elif not channel.startswith("D"):
             await ack(text=dm_conversation.NEW_ONLY_IN_DM)
+        elif await self.rate.check(user) is not RateVerdict.ALLOW:
+            # Each `/new` opens a conversation, and so a digest: it counts like a message.
+            await ack(text=BUSY_TEXT)
         else:
             await self.services.db.dm_conversations.end(team, channel)
             await ack(text=dm_conversation.NEW_STARTED)
@@ -98,7 +101,7 @@ class CommandHandlers:
         except CommandSyntaxError as exc:
             await ack(text=str(exc))
             return None
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             await ack(text=BUSY_TEXT)
             return None
         await ack(text=accepted)

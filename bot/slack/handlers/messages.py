@@ -15,7 +15,7 @@ from bot.slack import dm_conversation
 from bot.slack.conversation import SlackReplier, thread_key
 from bot.slack.messages import parse_message
 from bot.slack.services import BotServices
-from bot.threads.admission import UserRate
+from bot.threads.admission import RateVerdict, UserRate
 
 
 class MessageHandlers:
@@ -30,8 +30,8 @@ class MessageHandlers:
         self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
     ) -> None:
         """Take a message addressed to the bot (or in one of its active threads): drop a
-        duplicate, accept it durably, then queue its answer behind its thread's earlier
-        messages, or refuse it as busy."""
+        duplicate, refuse it when its user is over their rate, accept it durably, then queue
+        its answer behind its thread's earlier messages, or refuse it as busy."""
         services, worker = self.services, self.services.worker
         msg = parse_message(
             event,
@@ -54,6 +54,13 @@ class MessageHandlers:
         delivery: dict[str, Any] = {"event_id": msg.event_id, "channel": msg.channel, "ts": msg.ts}
         if not services.deliveries.first(**delivery):
             return
+        # The rate before the write: an over-rate message is never accepted, and its
+        # user is told once a window, not once a message.
+        verdict = await self.rate.check(msg.user)
+        if verdict is not RateVerdict.ALLOW:
+            if verdict is RateVerdict.TELL:
+                worker.spawn(self.replier.refuse_busy(msg))
+            return
         try:
             idle = services.settings.dm_conversation_idle_minutes
             msg, placement = await dm_conversation.place(services.db, msg, idle_minutes=idle)
@@ -70,7 +77,7 @@ class MessageHandlers:
         # Shutting down: the message stays accepted and the next start-up answers it.
         if worker.closed:
             return
-        if not worker.has_room(key) or not self.rate.allow(msg.user):
+        if not worker.has_room(key):
             worker.spawn(self.replier.refuse_busy(msg))
             return
         worker.submit(key, lambda: self.replier.handle(msg))

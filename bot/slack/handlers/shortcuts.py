@@ -1,8 +1,9 @@
 """Message shortcuts and the hand-off modal: "Summarise thread", "Hand off thread",
 and the modal's submission.
 
-Each acks at once. The hand-off modal opens only after the requester is authorised
-(a refused user never sees agent names); its submission is checked in the ack (a
+Each acks at once. The hand-off modal opens at once, outside the model limit, as a
+"checking" view that becomes the modal once the requester is authorised (a refused user
+never sees agent names); its submission is checked in the ack (a
 person or an agent, not both) and handed off in `services.worker`.
 """
 
@@ -18,9 +19,9 @@ from bot.slack.command_args import ThreadRef
 from bot.slack.handlers.fields import handoff_metadata, path, shortcut_thread, text
 from bot.slack.handlers.replies import ephemeral_in_thread, ephemeral_response
 from bot.slack.render.blocks import BUSY_TEXT
-from bot.slack.render.views import handoff_modal, refusal_modal
+from bot.slack.render.views import checking_modal, handoff_modal, refusal_modal
 from bot.slack.services import BotServices
-from bot.threads.admission import Priority, UserRate
+from bot.threads.admission import Priority, RateVerdict, UserRate
 
 PICK_ONE = "Pick either a person or an agent (not both)."
 
@@ -44,7 +45,7 @@ class ShortcutHandlers:
             return
         team, user, ref = where
         reply = ephemeral_response(respond)
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             await reply(BUSY_TEXT, None)
             return
         summary = self.actions.summarize(
@@ -62,20 +63,24 @@ class ShortcutHandlers:
         if where is None or not isinstance(trigger, str):
             return
         team, user, ref = where
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             await ephemeral_response(respond)(BUSY_TEXT, None)
             return
-        self.services.worker.run(self._open_modal(team, user, ref, trigger), Priority.COMMAND)
+        # Outside the model limit: a trigger id lasts 3 s, a slot may be minutes away.
+        self.services.worker.spawn(self._open_modal(team, user, ref, trigger))
 
     async def _open_modal(self, team: str, user: str, ref: ThreadRef, trigger: str) -> None:
-        # Authorise before showing anything: a refused user never sees agent names.
-        if not await self.actions.authorised(user, ref.channel):
+        # A "checking" view first, so the trigger id is used before any lookup; the
+        # modal replaces it once the requester is authorised. A refused user never sees
+        # agent names.
+        opened = await self.services.client.views_open(trigger_id=trigger, view=checking_modal())
+        if not await self.actions.authorised(team, user, ref):
             view = refusal_modal(REFUSAL)
         else:
             meta = {"team": team, "channel": ref.channel, "thread_ts": ref.thread_ts}
             agents = self.actions.handoff_agents()
             view = handoff_modal(private_metadata=json.dumps(meta), agents=agents)
-        await self.services.client.views_open(trigger_id=trigger, view=view)
+        await self.services.client.views_update(view_id=opened["view"]["id"], view=view)
 
     async def on_handoff_submit(
         self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
@@ -96,7 +101,7 @@ class ShortcutHandlers:
         await ack()
         ref = ThreadRef(channel=meta["channel"], thread_ts=meta["thread_ts"])
         reply = ephemeral_in_thread(self.services.client, ref, user)
-        if not self.rate.allow(user):
+        if await self.rate.check(user) is not RateVerdict.ALLOW:
             self.services.worker.spawn(reply(BUSY_TEXT, None))
             return
         handoff = self.actions.handoff(

@@ -35,7 +35,7 @@ def digest_message(
     update_note: str | None = None,
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
-    feedback: Mapping[str, int] | None = None,
+    feedback: Mapping[tuple[str, str], int] | None = None,
     unsummarised: WindowGap | None = None,
 ) -> tuple[str, list[Block]]:
     """The digest: a header linking the thread, what changed when it updates the
@@ -67,19 +67,23 @@ def digest_message(
     return fallback, blocks
 
 
-def feedback_line(counts: Mapping[str, int]) -> str | None:
-    """ "customer marked 1 reply unhelpful" (and how many helpful), or None without
-    feedback; `counts` is replies per feedback value."""
+def feedback_line(counts: Mapping[tuple[str, str], int]) -> str | None:
+    """ "customer marked 1 reply unhelpful; staff marked 2 replies helpful", or None
+    without feedback; `counts` is replies per (marker, feedback value)."""
 
     def replies(n: int) -> str:
         return f"{n} repl{'y' if n == 1 else 'ies'}"
 
-    marks = [
-        f"{replies(counts[value])} {label}"
-        for value, label in (("positive", "helpful"), ("negative", "unhelpful"))
-        if counts.get(value)
-    ]
-    return f"Feedback: customer marked {' and '.join(marks)}" if marks else None
+    parts = []
+    for marker in ("customer", "staff"):
+        marks = [
+            f"{replies(counts[(marker, value)])} {label}"
+            for value, label in (("positive", "helpful"), ("negative", "unhelpful"))
+            if counts.get((marker, value))
+        ]
+        if marks:
+            parts.append(f"{marker} marked {' and '.join(marks)}")
+    return f"Feedback: {'; '.join(parts)}" if parts else None
 
 
 def unavailable_message(

@@ -31,9 +31,7 @@ def person_handoff(
     """Who handed the thread to whom, the note quoted, then the summary (or where to
     read the thread when none passed validation)."""
     text = f"<@{person}>, <@{requester}> handed this thread off to you."
-    header = text
-    if note:
-        header += "\n" + "\n".join(f">{escape(line)}" for line in note.splitlines())
+    header = text + quoted_note(requester, note)
     if not summary.ok:
         header += f"\n*{UNAVAILABLE}*: read <{links.thread_link}|the thread> itself."
     _, record = summary_message(summary, links=links)
@@ -45,10 +43,21 @@ def person_handoff(
     )
 
 
-def agent_handoff(*, requester: str, agent: str, summary: ThreadSummary) -> tuple[str, list[Block]]:
+def agent_handoff(
+    *, requester: str, agent: str, note: str, summary: ThreadSummary
+) -> tuple[str, list[Block]]:
     """The thread's notice that `agent` takes it over, from the summary when one passed
-    validation: its notification text and its blocks."""
+    validation, with the requester's note quoted: its notification text and its blocks."""
     message = f"<@{requester}> handed this thread to *{escape(agent)}*."
     if not summary.ok:
         message += f" {UNAVAILABLE}: it starts from the thread's own messages."
-    return message, [section(message)]
+    return message, [section(message + quoted_note(requester, note))]
+
+
+def quoted_note(writer: str, note: str) -> str:
+    """A note as its writer's own words: attributed to them and quoted, escaped so it
+    pings no one and formats nothing (empty when there is no note)."""
+    if not note.strip():
+        return ""
+    lines = "\n".join(f">{escape(line)}" for line in note.splitlines())
+    return f"\n<@{writer}> wrote:\n{lines}"

@@ -124,12 +124,29 @@ def summary_blocks(
     return blocks
 
 
-def summary_message(summary: ThreadSummary, *, links: ThreadLinks) -> tuple[str, list[Block]]:
+def without_tool_items(record: HandoffRecord, events: Sequence[Event]) -> tuple[HandoffRecord, int]:
+    """`record` without the items that cite a tool call or its result, and how many
+    were left out: what a summary posted for everyone in a channel may show."""
+    tool_ids = {e.id for e in events if e.function_calls or e.function_responses}
+    left_out = 0
+    kept: dict[str, list[Item]] = {}
+    for field, _ in ORDER:
+        items: list[Item] = getattr(record, field)
+        kept[field] = [item for item in items if not tool_ids.intersection(item.sources)]
+        left_out += len(items) - len(kept[field])
+    return record.model_copy(update=kept), left_out
+
+
+def summary_message(
+    summary: ThreadSummary, *, links: ThreadLinks, tool_results: bool = True
+) -> tuple[str, list[Block]]:
     """A summary outcome as a Slack message: its notification text and its blocks.
 
     A validated record in full, each citation linked to its Slack message, each of its
     gaps and an unsummarised tail to the raw messages no record covers; otherwise the
-    honest failure: no summary passed validation, here is why, and the thread.
+    honest failure: no summary passed validation, here is why, and the thread. Without
+    `tool_results` (a summary posted in a channel by someone who is not a lead), the
+    items drawn from tool calls and their results are left out, and it says so.
     """
     record = summary.record
     if record is None:
@@ -138,6 +155,9 @@ def summary_message(summary: ThreadSummary, *, links: ThreadLinks) -> tuple[str,
             f"validation.\n{problem_list(summary.problems)}"
         )
         return f"{UNAVAILABLE} for this thread.", sections(text)
+    left_out = 0
+    if not tool_results:
+        record, left_out = without_tool_items(record, summary.session.events)
     blocks = summary_blocks(
         record,
         events=summary.session.events,
@@ -146,6 +166,10 @@ def summary_message(summary: ThreadSummary, *, links: ThreadLinks) -> tuple[str,
         windows=summary.windows,
         unsummarised=summary.unsummarised,
     )
+    if left_out:
+        blocks.append(
+            context(f"{left_out} item(s) drawn from tool results are shown to support leads only.")
+        )
     # The fallback text is the notification only; the blocks carry the whole record.
     return f"Thread summary: {escape(record.goal)}", blocks
 

@@ -62,6 +62,16 @@ def handoff_modal(*, private_metadata: str, agents: Sequence[str]) -> dict[str, 
     }
 
 
+def checking_modal() -> dict[str, Any]:
+    """The modal shown at once while the requester is authorised (it names nothing)."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": "Hand off thread"},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": notice_blocks("Checking that you can hand off this thread…"),
+    }
+
+
 def refusal_modal(text: str) -> dict[str, Any]:
     """A modal that only says why nothing can be done (no agent names, no thread)."""
     return {

@@ -1,8 +1,8 @@
 """Summary deliveries: what each consumer (digest, `/summary`, hand-off) received of a
 summary, so fallback and partial rates count deliveries, not windows.
 
-Revision ID: 0011_summary_deliveries
-Revises: 0010_lead_messages
+Revision ID: 0013_summary_deliveries
+Revises: 0012_feedback_marker
 Create Date: 2026-12-03
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011_summary_deliveries"
-down_revision = "0010_lead_messages"
+revision = "0013_summary_deliveries"
+down_revision = "0012_feedback_marker"
 branch_labels = None
 depends_on = None
 
