@@ -10,6 +10,7 @@ from typing import Any
 
 from agents.events import FunctionCall, Part, Usage
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import DECIDE_FIRST, ModelProfile
 
 
 class Deltas(tuple[str, ...]):
@@ -29,7 +30,9 @@ class ScriptedModel:
     A step is a string (text), an `LlmResponse`, an exception to raise, or a callable
     that receives the request and returns either. A call with no step left raises
     `UnexpectedModelCall`; `assert_complete()` fails if steps are left over.
-    `decide_first` plays a model without native tool calling (see `agents.llm.decision`).
+    `profile` is the model's profile (default: a model with native tool calling);
+    `decide_first=True` is short for `profile=DECIDE_FIRST`, a model without native tool
+    calling whose steps decide first (see `agents.llm.decide_first`).
 
     Streamed (`generate_stream`), a text answer arrives as deltas of `chunk_chars`
     characters `chunk_delay` seconds apart, or as the exact pieces of a `Deltas` step;
@@ -42,11 +45,14 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         decide_first: bool = False,
+        profile: ModelProfile | None = None,
         chunk_chars: int = 8,
         chunk_delay: float = 0.0,
     ) -> None:
+        if decide_first and profile is not None:
+            raise ValueError("give decide_first=True or a profile, not both")
         self.name = name
-        self.decide_first = decide_first
+        self.profile = profile or (DECIDE_FIRST if decide_first else ModelProfile())
         self.chunk_chars = chunk_chars
         self.chunk_delay = chunk_delay
         self._steps: deque[Step] = deque(steps)
