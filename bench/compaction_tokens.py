@@ -32,6 +32,7 @@ from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummari
 from agents.events import FunctionCall, Part
 from agents.models.base import LlmRequest, LlmResponse
 from agents.models.openai_format import to_openai_messages
+from agents.models.profile import ModelProfile
 from agents.tree import build_support_tree
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts.jsonl"
@@ -55,6 +56,7 @@ class DialogueModel:
     """The supervisor transfers to billing once; billing answers with the dataset's turns."""
 
     name = "scripted"
+    profile = ModelProfile()
 
     def __init__(self, replies: list[str]) -> None:
         self.replies = replies
@@ -75,6 +77,7 @@ class BoundedSummaryModel:
     """A summariser stand-in: its summary is the tail of the window, capped like max_tokens."""
 
     name = "scripted-summary"
+    profile = ModelProfile()
 
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay

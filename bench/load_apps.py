@@ -43,6 +43,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel
 from agents.runner import Runner
 from agents.summary import SummaryService
@@ -65,6 +66,7 @@ class SleepyModel:
     comes as `DELTAS` pieces spread over the delay, as a model writes tokens."""
 
     name = "sleepy"
+    profile = ModelProfile()
     DELTAS = 8
 
     def __init__(self, delay: float) -> None:

@@ -27,6 +27,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from agents.summary import SummaryService
 from bench.support_trees import current_rss_mb
 from tests.e2e.harness import BotHarness, dm, open_database
@@ -40,6 +41,7 @@ class TailModel:
     """An instant summariser for compaction and summaries: the tail of its prompt."""
 
     name = "tail"
+    profile = ModelProfile()
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         return LlmResponse.from_text(request.contents[-1].text[-400:])

@@ -16,6 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from agents import AgentTool, LlmAgent, SequentialAgent
 from agents.events import FunctionCall, Part, Usage
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 
 POLICY = "ALLOWED: a duplicate charge is refundable (rule R-2)."
 BILLING = "I've refunded the duplicate charge of $12.50; it arrives within five working days."
@@ -31,6 +32,7 @@ class RuleModel:
     """An instant model for our runtime: the supervisor's two steps, fixed answers elsewhere."""
 
     name = "rule"
+    profile = ModelProfile()
 
     def __init__(self, answer: str | None = None) -> None:
         self.answer = answer

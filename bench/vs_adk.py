@@ -40,6 +40,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from agents import InMemorySessionService, Runner
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from bench import support_trees
 from bench.support_trees import TURN_TEXT, build_adk, build_ours, current_rss_mb
 
@@ -126,6 +127,7 @@ class SummaryModel:
     """Our compaction summariser stand-in: the last 800 characters of its window."""
 
     name = "summary"
+    profile = ModelProfile()
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         return LlmResponse.from_text(request.contents[-1].text[-SUMMARY_CHARS:])

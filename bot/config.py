@@ -9,10 +9,9 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agents.models.base import ChoiceScoring, DecisionLayout
+from agents.models.profile import ChoiceScoring, DecisionLayout, ToolDecision
 
 Mode = Literal["socket", "http", "chat"]
-ToolDecision = Literal["auto", "decide-first", "one-call"]
 
 SummaryMode = Literal["incremental", "whole"]
 

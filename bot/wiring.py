@@ -10,8 +10,10 @@ Which model the bot runs on is decided here and only here, for every entry point
   with prompted tool calls.
 
 `TOOL_DECISION` (auto: decide first on a model without native tool calling, such as the
-embedded one) and the output caps `MAX_OUTPUT_TOKENS` / `TOOL_AGENT_MAX_OUTPUT_TOKENS`
-apply to every model of the tree.
+embedded one), `DECISION_SCORING` and `DECISION_LAYOUTS` make each model's profile
+(`agents.models.profile`, with the model's own default layouts when unset); they and the
+output caps `MAX_OUTPUT_TOKENS` / `TOOL_AGENT_MAX_OUTPUT_TOKENS` apply to every model of
+the tree.
 
 `SUMMARY_MODEL` and `COMPACTION_MODEL` default to whatever `MODEL` resolved to::
 
@@ -35,11 +37,12 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agents.base_agent import BaseAgent
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
+from agents.models.profile import ModelProfile
 from agents.runner import AfterInvocationHook, Runner
 from agents.sessions.service import SessionService
 from agents.tree import OutputBudget, build_support_tree
@@ -70,9 +73,11 @@ ModelRef = Model | str
 class LocalModelNotStarted:
     """Stands in for the embedded model when something builds the engine without
     starting it (`open_models` does): building works, and any call fails as a typed
-    model error, which the runner turns into an error event."""
+    model error, which the runner turns into an error event. It makes no call, so the
+    default profile serves."""
 
     name = "local"
+    profile = ModelProfile()
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         raise ModelError(
@@ -98,6 +103,19 @@ def uses_local_model(settings: Settings) -> bool:
     return settings.model is None or settings.model.strip() in LOCAL_MODEL_NAMES
 
 
+def profile_settings(settings: Settings) -> dict[str, Any]:
+    """What a model adapter builds its profile from (`agents.models.profile`):
+    `TOOL_DECISION`, `DECISION_SCORING`, and `DECISION_LAYOUTS` when set (unset, each
+    model keeps its own default layouts)."""
+    options: dict[str, Any] = {
+        "decision": settings.tool_decision,
+        "choice_scoring": settings.decision_scoring,
+    }
+    if settings.decision_layouts:
+        options["decision_layouts"] = settings.decision_layouts
+    return options
+
+
 def model_factory(settings: Settings) -> Callable[[str], Model]:
     """Resolve litellm model strings with the configured API base and key."""
 
@@ -108,10 +126,8 @@ def model_factory(settings: Settings) -> Callable[[str], Model]:
             name,
             api_base=settings.model_api_base,
             api_key=_api_key(name),
-            decision=settings.tool_decision,
-            choice_scoring=settings.decision_scoring,
-            decision_layouts=settings.decision_layouts or ("question",),
             timeout=settings.model_timeout_seconds,
+            **profile_settings(settings),
         )
 
     def _api_key(name: str) -> str | None:
@@ -152,14 +168,7 @@ def configured_models(settings: Settings, local: LocalEndpoint | None = None) ->
         if local is None:
             main, label = LocalModelNotStarted(), "local (not started)"
         else:
-            layouts = (
-                {"decision_layouts": settings.decision_layouts} if settings.decision_layouts else {}
-            )
-            main = local.litellm_model(
-                decision=settings.tool_decision,
-                choice_scoring=settings.decision_scoring,
-                **layouts,
-            )
+            main = local.litellm_model(**profile_settings(settings))
             label = f"{local.model} (embedded, {local.api_base})"
     else:
         assert settings.model is not None

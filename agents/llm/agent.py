@@ -25,15 +25,10 @@ from agents.context import InvocationContext, ReadonlyContext, ToolContext
 from agents.errors import AgentRuntimeError
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.history import build_contents, current_turn_contents
-from agents.llm.decision import respond, step_options
+from agents.llm.decide_first import respond, step_options
 from agents.llm.instructions import inject_state
 from agents.llm.streaming import TextSink, call_streaming, streams, with_partials
-from agents.llm.transfer import (
-    TRANSFER_TOOL,
-    transfer_declaration,
-    transfer_instruction,
-    transfer_targets,
-)
+from agents.llm.transfer import TRANSFER_TOOL, transfer_declaration, transfer_instruction
 from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, Model
 from agents.tools.base_tool import BaseTool, ToolError
 from agents.tools.function_tool import FunctionTool
@@ -99,6 +94,18 @@ class LlmAgent(BaseAgent):
         if len(set(names)) != len(names) or TRANSFER_TOOL in names:
             raise ValueError(f"agent {name!r} has duplicate or reserved tool names: {names}")
 
+    def transfer_targets(self) -> list[BaseAgent]:
+        """Sub-agents always; parent and peers only under an LLM parent, unless disallowed."""
+        targets: list[BaseAgent] = list(self.sub_agents)
+        parent = self.parent
+        if not isinstance(parent, LlmAgent):
+            return targets
+        if not self.disallow_transfer_to_parent:
+            targets.append(parent)
+        if not self.disallow_transfer_to_peers:
+            targets.extend(peer for peer in parent.sub_agents if peer is not self)
+        return targets
+
     # -- model -----------------------------------------------------------------
 
     def resolve_model(self, ctx: InvocationContext) -> Model:
@@ -126,11 +133,11 @@ class LlmAgent(BaseAgent):
         return inject_state(self.instruction, ctx.state_view(), agent_name=self.name)
 
     async def build_request(self, ctx: InvocationContext, model: Model) -> LlmRequest:
-        targets = transfer_targets(self)
+        targets = self.transfer_targets()
         system = [await self._instruction(ctx)]
         tools = [t.declaration() for t in self.tools]
         if targets:
-            system.append(transfer_instruction(self, targets))
+            system.append(transfer_instruction(self.parent, targets))
             tools.append(transfer_declaration(targets))
         if self.include_contents == "none":
             contents = current_turn_contents(
@@ -180,8 +187,8 @@ class LlmAgent(BaseAgent):
     async def _step(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         model = self.resolve_model(ctx)
         request = await self.build_request(ctx, model)
-        # Decide-first models and the pretend-action check: see agents.llm.decision. Each of
-        # the step's model calls goes through `_call_model` (budget, model callbacks).
+        # Decide-first models and the pretend-action check: see agents.llm.decide_first.
+        # Each of the step's model calls goes through `_call_model` (budget, model callbacks).
         options = step_options(self, ctx, await self._instruction(ctx))
         if streams(ctx, model):
             response: LlmResponse | None = None
@@ -190,7 +197,7 @@ class LlmAgent(BaseAgent):
                 def generate(step_request: LlmRequest) -> Awaitable[LlmResponse]:
                     return self._call_model(ctx, model, step_request, on_text)
 
-                return respond(model, request, options, generate=generate)
+                return respond(model.profile, request, options, generate=generate)
 
             async for item in with_partials(ctx, self.name, work):
                 if isinstance(item, LlmResponse):
@@ -200,7 +207,7 @@ class LlmAgent(BaseAgent):
             assert response is not None
         else:
             response = await respond(
-                model,
+                model.profile,
                 request,
                 options,
                 generate=lambda step_request: self._call_model(ctx, model, step_request),
@@ -366,7 +373,7 @@ class LlmAgent(BaseAgent):
         return result
 
     def _transfer(self, call: FunctionCall, tool_context: ToolContext) -> dict[str, Any]:
-        allowed = [t.name for t in transfer_targets(self)]
+        allowed = [t.name for t in self.transfer_targets()]
         name = call.args.get("agent_name")
         if name not in allowed:
             return {"error": f"cannot transfer to {name!r}; allowed agents: {allowed}"}

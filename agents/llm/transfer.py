@@ -1,4 +1,5 @@
-"""Agent transfer: which agents an LlmAgent may hand the conversation to, and how."""
+"""Agent transfer: how an LlmAgent is told of its targets and hands the conversation over
+(which targets it has is `LlmAgent.transfer_targets`)."""
 
 from __future__ import annotations
 
@@ -8,24 +9,8 @@ from agents.models.base import ToolDeclaration
 
 if TYPE_CHECKING:
     from agents.base_agent import BaseAgent
-    from agents.llm.agent import LlmAgent
 
 TRANSFER_TOOL = "transfer_to_agent"
-
-
-def transfer_targets(agent: LlmAgent) -> list[BaseAgent]:
-    """Sub-agents always; parent and peers only under an LLM parent, unless disallowed."""
-    from agents.llm.agent import LlmAgent
-
-    targets: list[BaseAgent] = list(agent.sub_agents)
-    parent = agent.parent
-    if not isinstance(parent, LlmAgent):
-        return targets
-    if not agent.disallow_transfer_to_parent:
-        targets.append(parent)
-    if not agent.disallow_transfer_to_peers:
-        targets.extend(peer for peer in parent.sub_agents if peer is not agent)
-    return targets
 
 
 def transfer_declaration(targets: list[BaseAgent]) -> ToolDeclaration:
@@ -47,8 +32,9 @@ def transfer_declaration(targets: list[BaseAgent]) -> ToolDeclaration:
     )
 
 
-def transfer_instruction(agent: LlmAgent, targets: list[BaseAgent]) -> str:
-    """The text that tells the model whom it may transfer to, by their descriptions."""
+def transfer_instruction(parent: BaseAgent | None, targets: list[BaseAgent]) -> str:
+    """The text that tells the model whom it may transfer to, by their descriptions;
+    `parent` is the agent's parent (named when it is one of the targets)."""
     lines = ["You can transfer the conversation to these agents:"]
     for target in targets:
         lines.append(f"- {target.name}: {target.description or '(no description)'}")
@@ -57,7 +43,6 @@ def transfer_instruction(agent: LlmAgent, targets: list[BaseAgent]) -> str:
         f"yourself. If another agent is better, call `{TRANSFER_TOOL}` with its name and write "
         "nothing else."
     )
-    parent = agent.parent
     if parent is not None and parent in targets:
         lines.append(
             f"Your parent agent is {parent.name}. If neither you nor the other agents fit the "

@@ -1,4 +1,5 @@
-"""Model adapters: the `Model` protocol, litellm, and a scripted model for tests."""
+"""Model adapters: the `Model` protocol and its `ModelProfile`, litellm, and a scripted model
+for tests."""
 
 from agents.models.base import (
     Content,
@@ -10,6 +11,7 @@ from agents.models.base import (
     StreamingModel,
     ToolDeclaration,
 )
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel, UnexpectedModelCall
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "LlmResponse",
     "Model",
     "ModelError",
+    "ModelProfile",
     "ScriptedModel",
     "StreamingModel",
     "ToolDeclaration",

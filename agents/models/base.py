@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.events import FunctionCall, Part, Usage
+from agents.models.profile import ModelProfile
 
 
 class Content(BaseModel):
@@ -26,14 +27,6 @@ class Content(BaseModel):
     @property
     def text(self) -> str:
         return "".join(p.text for p in self.parts if p.text)
-
-
-ChoiceScoring = Literal["greedy", "logprobs", "calibrated"]
-"""How a decide-first model's constrained choice is read (`agents.llm.choice_scores`)."""
-CHOICE_SCORINGS: tuple[ChoiceScoring, ...] = ("greedy", "logprobs", "calibrated")
-DecisionLayout = Literal["question", "functions"]
-"""How a decide-first choice is laid out for the model (`agents.llm.decision`)."""
-DECISION_LAYOUTS: tuple[DecisionLayout, ...] = ("question", "functions")
 
 
 class GenerateConfig(BaseModel):
@@ -70,7 +63,7 @@ class ToolDeclaration(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     consult_before: str = ""
     """The replies that need this tool first, as the tree says ("promises a refund"): a
-    decide-first model checks each written reply against it (`agents.llm.decision`)."""
+    decide-first model checks each written reply against it (`agents.llm.decide_first`)."""
 
 
 class LlmRequest(BaseModel):
@@ -130,11 +123,15 @@ class LlmResponse(BaseModel):
 class Model(Protocol):
     """Anything that answers an `LlmRequest`. `name` appears on model-response events.
 
-    A model may also have a true `decide_first` attribute: it has no native tool calling,
-    so agents ask it for a constrained decision before a reply (`agents.llm.decision`).
+    `profile` says what the model can do and how agent steps use it
+    (`agents.models.profile`): a model without native tool calling, say, is asked for a
+    constrained decision before a reply (`agents.llm.decide_first`).
     """
 
     name: str
+
+    @property
+    def profile(self) -> ModelProfile: ...
 
     async def generate(self, request: LlmRequest) -> LlmResponse: ...
 

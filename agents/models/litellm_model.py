@@ -15,14 +15,7 @@ from typing import Any, Literal
 
 from agents.events import Usage
 from agents.metrics import REGISTRY
-from agents.models.base import (
-    DECISION_LAYOUTS,
-    ChoiceScoring,
-    DecisionLayout,
-    LlmRequest,
-    LlmResponse,
-    ModelError,
-)
+from agents.models.base import LlmRequest, LlmResponse, ModelError
 from agents.models.litellm_stream import stream_completion
 from agents.models.openai_format import (
     MalformedToolCall,
@@ -32,14 +25,13 @@ from agents.models.openai_format import (
     to_openai_params,
     usage_from_openai,
 )
+from agents.models.profile import ChoiceScoring, DecisionLayout, ModelProfile, ToolDecision
 from agents.models.prompted_tools import parse_prompted_response, prompted_request
 from agents.models.retry import Failure, RetryPolicy, classify
 
 logger = logging.getLogger(__name__)
 
 ToolMode = Literal["native", "prompted", "auto"]
-ToolDecision = Literal["auto", "decide-first", "one-call"]
-TOOL_DECISIONS: tuple[ToolDecision, ...] = ("auto", "decide-first", "one-call")
 
 _litellm: Any = None
 
@@ -87,13 +79,15 @@ class LiteLlmModel:
     `agents.models.prompted_tools`), or `"auto"`: native when
     `litellm.supports_function_calling` says so, prompted otherwise (the safe choice for
     models litellm does not know). `decision` chooses how an agent step with tools uses
-    the model (see `agents.llm.decision`): `"decide-first"` (a constrained choice, then the
-    reply or the tool's arguments), `"one-call"` (answer or call a tool in one call), or
-    `"auto"`: decide first exactly when tools go out prompted. `choice_scoring` says how
-    such a decision is read (`agents.llm.choice_scores`): the greedy answer, or the
-    options' log-probabilities, raw or calibrated; `decision_layouts` how it is laid out
-    (`agents.llm.function_layout`): several are each asked and read together. `extra`
-    is passed to every `acompletion` call as is.
+    the model (see `agents.llm.decide_first`): `"decide-first"` (a constrained choice,
+    then the reply or the tool's arguments), `"one-call"` (answer or call a tool in one
+    call), or `"auto"`: decide first exactly when tools go out prompted. `choice_scoring`
+    says how such a decision is read (`agents.llm.decide_first.choice_scores`): the
+    greedy answer, or the options' log-probabilities, raw or calibrated;
+    `decision_layouts` how it is laid out (`agents.llm.decide_first.function_layout`):
+    several are each asked and read together. These settings make the model's `profile`
+    (`agents.models.profile`), checked here. `extra` is passed to every `acompletion`
+    call as is.
     The API key is never logged, nor shown in `repr`.
     """
 
@@ -115,22 +109,23 @@ class LiteLlmModel:
     ) -> None:
         if tool_mode not in ("native", "prompted", "auto"):
             raise ValueError(f"tool_mode must be native, prompted or auto, not {tool_mode!r}")
-        if decision not in TOOL_DECISIONS:
-            raise ValueError(f"decision must be one of {TOOL_DECISIONS}, not {decision!r}")
-        unknown = [layout for layout in decision_layouts if layout not in DECISION_LAYOUTS]
-        if unknown or not decision_layouts:
-            raise ValueError(f"decision layouts must be among {DECISION_LAYOUTS}, not {unknown}")
+        # Checked now whatever the tool mode; under `auto`, native tool calling is settled
+        # on first use (`profile`).
+        self._profile = ModelProfile.for_tool_decision(
+            decision,
+            native_tools=tool_mode != "prompted",
+            choice_scoring=choice_scoring,
+            decision_layouts=tuple(decision_layouts),
+        )
+        self._profile_settled = tool_mode != "auto"
+        self._decision: ToolDecision = decision
         self.name = model
         self.api_base = api_base
         self._api_key = api_key
         self.timeout = timeout
         self.retry_policy = RetryPolicy(max_retries, backoff_base, backoff_max)
         self.tool_mode: ToolMode = tool_mode
-        self.decision: ToolDecision = decision
-        self.choice_scoring: ChoiceScoring = choice_scoring
-        self.decision_layouts: tuple[DecisionLayout, ...] = tuple(decision_layouts)
         self.extra = dict(extra or {})
-        self._native_tools: bool | None = None
         self._response_format_ok = True
 
     def __repr__(self) -> str:
@@ -144,7 +139,7 @@ class LiteLlmModel:
             await preload_litellm()
         litellm = load_litellm()
         agent = request.agent_name or "unknown"
-        prompted = bool(request.tools) and self._prompted_tools(litellm)
+        prompted = bool(request.tools) and not self.profile.native_tools
         wire = prompted_request(request) if prompted else request
         try:
             return await self._call(litellm, self.request_params(wire), prompted, agent)
@@ -161,7 +156,7 @@ class LiteLlmModel:
         if _litellm is None:
             await preload_litellm()
         litellm = load_litellm()
-        prompted = bool(request.tools) and self._prompted_tools(litellm)
+        prompted = bool(request.tools) and not self.profile.native_tools
         if prompted or request.response_schema is not None:
             yield await self.generate(request)
             return
@@ -169,25 +164,26 @@ class LiteLlmModel:
             yield response
 
     @property
-    def decide_first(self) -> bool:
-        """Whether agent steps with tools decide first (`agents.llm.decision`)."""
-        if self.decision != "auto":
-            return self.decision == "decide-first"
-        return self.uses_prompted_tools()
+    def profile(self) -> ModelProfile:
+        """What this model can do and how agent steps use it, from `tool_mode`,
+        `decision`, `choice_scoring` and `decision_layouts`. Under `tool_mode="auto"`
+        native tool calling is what `litellm.supports_function_calling` says (litellm is
+        loaded for that on first use)."""
+        if not self._profile_settled:
+            self._profile = ModelProfile.for_tool_decision(
+                self._decision,
+                native_tools=self._supports_function_calling(load_litellm()),
+                choice_scoring=self._profile.choice_scoring,
+                decision_layouts=self._profile.decision_layouts,
+            )
+            self._profile_settled = True
+        return self._profile
 
-    def uses_prompted_tools(self) -> bool:
-        """Whether requests with tools go out as prompted tool calls (loads litellm for auto)."""
-        return self._prompted_tools(load_litellm())
-
-    def _prompted_tools(self, litellm: Any) -> bool:
-        if self.tool_mode != "auto":
-            return self.tool_mode == "prompted"
-        if self._native_tools is None:
-            try:
-                self._native_tools = bool(litellm.supports_function_calling(model=self.name))
-            except Exception:  # litellm raises for models it has never heard of
-                self._native_tools = False
-        return not self._native_tools
+    def _supports_function_calling(self, litellm: Any) -> bool:
+        try:
+            return bool(litellm.supports_function_calling(model=self.name))
+        except Exception:  # litellm raises for models it has never heard of
+            return False
 
     def request_params(self, request: LlmRequest) -> dict[str, Any]:
         """`acompletion`'s keyword arguments for `request`."""

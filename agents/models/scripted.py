@@ -11,6 +11,7 @@ from typing import Any
 
 from agents.events import FunctionCall, Part, Usage
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import DECIDE_FIRST, ModelProfile
 
 
 class Deltas(tuple[str, ...]):
@@ -32,7 +33,9 @@ class ScriptedModel:
     `UnexpectedModelCall`; `assert_complete()` fails if steps are left over, and the test
     suite calls it after every test for each model made during it (`record_created`),
     unless `partial` gives the reason why this script may end with steps unplayed.
-    `decide_first` plays a model without native tool calling (see `agents.llm.decision`).
+    `profile` is the model's profile (default: a model with native tool calling);
+    `decide_first=True` is short for `profile=DECIDE_FIRST`, a model without native tool
+    calling whose steps decide first (see `agents.llm.decide_first`).
 
     Streamed (`generate_stream`), a text answer arrives as deltas of `chunk_chars`
     characters `chunk_delay` seconds apart, or as the exact pieces of a `Deltas` step;
@@ -45,13 +48,16 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         decide_first: bool = False,
+        profile: ModelProfile | None = None,
         chunk_chars: int = 8,
         chunk_delay: float = 0.0,
         partial: str | None = None,
     ) -> None:
+        if decide_first and profile is not None:
+            raise ValueError("give decide_first=True or a profile, not both")
         self.name = name
         self.partial = partial
-        self.decide_first = decide_first
+        self.profile = profile or (DECIDE_FIRST if decide_first else ModelProfile())
         self.chunk_chars = chunk_chars
         self.chunk_delay = chunk_delay
         self._steps: deque[Step] = deque(steps)

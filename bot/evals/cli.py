@@ -98,7 +98,6 @@ async def eval_routing(
     each case at the supervisor's transfer and does not write its own replies, so it
     measures decisions only (see `evaluate_routing` and `RouteOnlyModel`)."""
     from agents.base_agent import BaseAgent
-    from agents.llm.step_options import decision_layouts
     from agents.tree import build_support_tree
     from bot.evals.routing import (
         RouteMap,
@@ -116,9 +115,9 @@ async def eval_routing(
     cases = select_every_nth(list(load_cases(data)), limit)
     async with open_models(settings) as models:
         main = models.resolve(models.main)
-        layouts = ",".join(decision_layouts(main))
+        layouts = ",".join(main.profile.decision_layouts)
         out.write(
-            f"model: {models.label}, decision scoring: {settings.decision_scoring}, "
+            f"model: {models.label}, decision scoring: {main.profile.choice_scoring}, "
             f"layouts: {layouts}\n"
         )
 

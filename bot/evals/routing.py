@@ -23,10 +23,12 @@ from typing import cast
 
 from agents.base_agent import BaseAgent
 from agents.events import Event
-from agents.llm.decision import Decision, decides_first, observe_decisions
-from agents.llm.decision_requests import CONSULT_TITLE, NO, REVIEW_TITLE
-from agents.llm.pretend_actions import PretendAction, find_pretend_action
+from agents.llm.decide_first import Decision, observe_decisions
+from agents.llm.decide_first.choices import NO
+from agents.llm.decide_first.pretend_actions import PretendAction, find_pretend_action
+from agents.llm.decide_first.prompts import CONSULT_TITLE, REVIEW_TITLE
 from agents.models.base import LlmRequest, LlmResponse, Model
+from agents.models.profile import ModelProfile
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService
 from bot.threads.turn import TurnOutcome
@@ -237,8 +239,8 @@ class RouteOnlyModel:
     """`model` for a route-only evaluation: every call goes through except the root's own
     reply once it has decided to answer (a tool-less, schema-less request from the root),
     which is a placeholder, and the second look at that placeholder (the review and the
-    consult check, see `agents.llm.decision`), which sends it. Decisions, tool arguments
-    and consulted agents run for real."""
+    consult check, see `agents.llm.decide_first.review`), which sends it. Decisions, tool
+    arguments and consulted agents run for real, on `model`'s profile."""
 
     def __init__(self, model: Model, root: str = "") -> None:
         self.model = model
@@ -246,16 +248,9 @@ class RouteOnlyModel:
         self.root = root
 
     @property
-    def decide_first(self) -> bool:
-        return decides_first(self.model)
-
-    @property
-    def choice_scoring(self) -> str:
-        return str(getattr(self.model, "choice_scoring", "greedy"))
-
-    @property
-    def decision_layouts(self) -> tuple[str, ...]:
-        return tuple(getattr(self.model, "decision_layouts", ("question",)))
+    def profile(self) -> ModelProfile:
+        """The wrapped model's profile."""
+        return self.model.profile
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         is_reply = not request.tools and request.response_schema is None

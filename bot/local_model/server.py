@@ -90,7 +90,9 @@ class LocalEndpoint:
     def litellm_model(self, **overrides: Any) -> LiteLlmModel:
         """A `LiteLlmModel` for this server: tools go out as prompted JSON answers, because
         llama.cpp returns this model's tool calls as text; `response_format` json_schema is
-        enforced by the server's grammar. No retries: a local server is up or it is not."""
+        enforced by the server's grammar. No retries: a local server is up or it is not.
+        Its profile (`agents.models.profile`), unless `overrides` change it: no native
+        tool calling, so its steps decide first, asked in both decision layouts."""
         from agents.models.litellm_model import LiteLlmModel
 
         options: dict[str, Any] = {

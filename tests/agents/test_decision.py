@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents import AgentTool, LlmAgent
-from agents.llm.decision import Decision, observe_decisions
+from agents.llm.decide_first import Decision, observe_decisions
 from agents.metrics import REGISTRY
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel, json_text, transfer

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm.choice_scores import TOP_LOGPROBS, option_scores
-from agents.llm.function_layout import ANSWER_FUNCTION, function_names
+from agents.llm.decide_first.choice_scores import TOP_LOGPROBS, option_scores
+from agents.llm.decide_first.function_layout import ANSWER_FUNCTION, function_names
 from agents.models.base import LlmRequest, LlmResponse, TokenLogprobs
 from agents.models.litellm_model import LiteLlmModel
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
 from bot.config import Settings
@@ -52,7 +53,7 @@ def function_enum(request: LlmRequest) -> list[str]:
 
 
 def laid_out(model: ScriptedModel, layouts: tuple[str, ...]) -> ScriptedModel:
-    model.decision_layouts = layouts  # type: ignore[attr-defined]
+    model.profile = ModelProfile(**{**model.profile.model_dump(), "decision_layouts": layouts})
     return model
 
 
@@ -205,7 +206,7 @@ def test_option_scores_of_an_object_answer_are_read_at_its_name() -> None:
 
 
 def test_an_agent_named_like_the_answer_function_keeps_its_own_name() -> None:
-    from agents.llm.decision_requests import Choice
+    from agents.llm.decide_first.choices import Choice
 
     choices = [Choice(ANSWER_FUNCTION, "transfer", "x"), Choice("front", "answer", "y")]
     assert function_names(choices) == [ANSWER_FUNCTION, ANSWER_FUNCTION + "_"]
@@ -215,15 +216,15 @@ def test_the_embedded_model_reads_both_layouts_and_a_hosted_model_the_question()
     endpoint = LocalEndpoint(model="openai/qwen", api_base="http://127.0.0.1:1/v1")
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     local = configured_models(settings, endpoint).main
-    assert isinstance(local, LiteLlmModel) and local.decision_layouts == BOTH
+    assert isinstance(local, LiteLlmModel) and local.profile.decision_layouts == BOTH
     hosted = configured_models(Settings(_env_file=None, model="gpt-4o-mini")).factory(  # type: ignore[call-arg]
         "gpt-4o-mini"
     )
-    assert isinstance(hosted, LiteLlmModel) and hosted.decision_layouts == ("question",)
+    assert isinstance(hosted, LiteLlmModel) and hosted.profile.decision_layouts == ("question",)
     chosen = Settings(_env_file=None, decision_layouts="functions")  # type: ignore[call-arg]
     assert chosen.decision_layouts == ("functions",)
     only = configured_models(chosen, endpoint).main
-    assert isinstance(only, LiteLlmModel) and only.decision_layouts == ("functions",)
+    assert isinstance(only, LiteLlmModel) and only.profile.decision_layouts == ("functions",)
 
 
 def test_an_unknown_layout_is_refused() -> None:

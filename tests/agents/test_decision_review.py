@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agents.events import Part
-from agents.llm.pretend_actions import PretendAction, find_pretend_action
-from agents.llm.truncated_json import close_truncated_object
+from agents.llm.decide_first.pretend_actions import PretendAction, find_pretend_action
+from agents.llm.decide_first.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
 from agents.models.base import LlmResponse
 from agents.models.scripted import ScriptedModel, json_text

@@ -12,9 +12,16 @@ from pathlib import Path
 import pytest
 
 from agents import LlmAgent
-from agents.llm.choice_scores import PRIORS, TOP_LOGPROBS, calibrated, option_scores, pick
+from agents.llm.decide_first.choice_scores import (
+    PRIORS,
+    TOP_LOGPROBS,
+    calibrated,
+    option_scores,
+    pick,
+)
 from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, TokenLogprobs
 from agents.models.openai_format import from_openai_response, to_openai_params
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
 from tests.agents.conversation import Conversation
@@ -165,7 +172,7 @@ async def test_calibrated_scoring_removes_the_lean_towards_one_option(tmp_path: 
         ],
         decide_first=True,
     )
-    model.choice_scoring = "calibrated"  # type: ignore[attr-defined]
+    model.profile = ModelProfile(native_tools=False, decide_first=True, choice_scoring="calibrated")
     root = build_support_tree(path=write_tree(tmp_path / "tree.yaml"), model=model)
     turn = await Conversation(root, model).send("The app crashes when I open it.")
     assert turn[0] == ("front_desk", ("call", "transfer_to_agent", {"agent_name": "repairs"}))

@@ -11,6 +11,7 @@ import pytest
 
 from agents import AgentTool, Event, LlmAgent, SessionStoreError
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel, call
 from tests.agents.conversation import AgentWritesFail, Conversation
 
@@ -100,6 +101,7 @@ class HangingModel:
     """A model whose one call never answers (until cancelled)."""
 
     name = "hanging"
+    profile = ModelProfile()
 
     def __init__(self) -> None:
         self.called = asyncio.Event()

@@ -81,16 +81,45 @@ def test_tool_decision_defaults_per_model_and_can_be_set() -> None:
     local = LocalEndpoint(model="local-alias", api_base="http://127.0.0.1:1/v1")
     embedded = configured_models(Settings(_env_file=None), local)  # type: ignore[call-arg]
     # The embedded model has no native tool calling: its agents decide first.
-    assert embedded.resolve(embedded.main).decide_first is True  # type: ignore[attr-defined]
+    assert embedded.resolve(embedded.main).profile.decide_first is True
     hosted = configured_models(Settings(_env_file=None, model="openai/gpt-4o-mini"))  # type: ignore[call-arg]
-    assert hosted.resolve(hosted.main).decide_first is False  # type: ignore[attr-defined]
+    assert hosted.resolve(hosted.main).profile.decide_first is False
     for value, expected in (("decide-first", True), ("one-call", False)):
         config = Settings(_env_file=None, model="openai/gpt-4o-mini", tool_decision=value)  # type: ignore[call-arg]
         models = configured_models(config)
-        assert models.resolve(models.main).decide_first is expected  # type: ignore[attr-defined]
+        assert models.resolve(models.main).profile.decide_first is expected
         config = Settings(_env_file=None, tool_decision=value)  # type: ignore[call-arg]
         models = configured_models(config, local)
-        assert models.resolve(models.main).decide_first is expected  # type: ignore[attr-defined]
+        assert models.resolve(models.main).profile.decide_first is expected
+
+
+def test_model_profiles_of_the_embedded_and_a_hosted_model() -> None:
+    from agents.models.profile import ModelProfile
+    from bot.local_model.server import LocalEndpoint
+
+    local = LocalEndpoint(model="local-alias", api_base="http://127.0.0.1:1/v1")
+    embedded = configured_models(Settings(_env_file=None), local)  # type: ignore[call-arg]
+    # Prompted tools, so it decides first, asked in both layouts and read greedily.
+    assert embedded.resolve(embedded.main).profile == ModelProfile(
+        native_tools=False, decide_first=True, decision_layouts=("question", "functions")
+    )
+    hosted = configured_models(Settings(_env_file=None, model="openai/gpt-4o-mini"))  # type: ignore[call-arg]
+    assert hosted.resolve(hosted.main).profile == ModelProfile()  # native tools, one call
+    # DECISION_SCORING and DECISION_LAYOUTS reach every model's profile.
+    for chosen, native in ((local, False), (None, True)):
+        config = Settings(  # type: ignore[call-arg]
+            _env_file=None,
+            model=None if chosen else "openai/gpt-4o-mini",
+            decision_scoring="logprobs",
+            decision_layouts="functions",
+        )
+        models = configured_models(config, chosen)
+        assert models.resolve(models.main).profile == ModelProfile(
+            native_tools=native,
+            decide_first=not native,
+            choice_scoring="logprobs",
+            decision_layouts=("functions",),
+        )
 
 
 def test_output_caps_come_from_settings() -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 
 DEFAULT_ANSWER = "Noted."
 
@@ -19,6 +20,7 @@ class AgentModel:
     """
 
     name = "by-agent"
+    profile = ModelProfile()
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ import json
 import re
 
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.aids.policy import SmallModelAids
 from agents.summary.render import CLAIM_LABEL
@@ -53,6 +54,7 @@ class CitingSummarizer:
     the user's claim and the agent's reply; a fact cites the compaction summary."""
 
     name = "citing"
+    profile = ModelProfile()
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         if request.agent_name != SUMMARIZER_NAME:

@@ -15,6 +15,7 @@ import re
 
 from agents.events import Usage
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.transcript import FENCE_CLOSE, FENCE_OPEN
 
@@ -26,6 +27,7 @@ class TranscriptSummarizer:
     """Answers summary requests from the transcript; counts the transcripts it saw."""
 
     name = "transcript-summarizer"
+    profile = ModelProfile()
 
     def __init__(self, *, fail: tuple[str, ...] = ()) -> None:
         self.fail = fail

@@ -21,6 +21,7 @@ import aiohttp
 from agents.events import Usage
 from agents.llm.agent import LlmAgent
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from bot.slack.render.blocks import FAILURE_TEXT, INTERRUPTED_TEXT
 from tests.e2e.harness import SIGNING_SECRET, TEAM, BotHarness, open_database, sign
 from tests.e2e.replies import finished
@@ -185,6 +186,7 @@ class EchoModel:
     requests it saw."""
 
     name = "echo"
+    profile = ModelProfile()
 
     def __init__(self) -> None:
         self.calls = 0

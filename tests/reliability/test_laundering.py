@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from agents.models.base import LlmRequest, LlmResponse
+from agents.models.profile import ModelProfile
 from agents.summary.agent import SUMMARIZER_NAME
 from agents.summary.checks.coverage import event_content, find_promises, is_agent_source
 from agents.summary.checks.goal import goal_problems
@@ -104,6 +105,7 @@ class GullibleSummarizer:
     and an amount nobody stated. The agents' own promises are recorded too."""
 
     name = "gullible"
+    profile = ModelProfile()
 
     def __init__(self) -> None:
         self.requests: list[LlmRequest] = []

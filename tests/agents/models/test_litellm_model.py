@@ -238,9 +238,9 @@ async def test_litellm_model_sends_schema_in_prompt_when_response_format_is_reje
 
 
 def test_litellm_model_auto_tool_mode_follows_litellm() -> None:
-    assert LiteLlmModel("openai/test", tool_mode="auto").uses_prompted_tools()
-    assert not LiteLlmModel("gpt-4o-mini", tool_mode="auto").uses_prompted_tools()
-    assert not LiteLlmModel("openai/test").uses_prompted_tools()
+    assert not LiteLlmModel("openai/test", tool_mode="auto").profile.native_tools
+    assert LiteLlmModel("gpt-4o-mini", tool_mode="auto").profile.native_tools
+    assert LiteLlmModel("openai/test").profile.native_tools
 
 
 async def test_litellm_model_never_logs_the_api_key(
@@ -315,7 +315,7 @@ async def test_litellm_model_prompted_tools_decide_first_over_http(
         text("A-1001 is late."),  # the tool is called: answering is the only option left
     )
     model = make_model(openai_server, tool_mode="prompted")
-    assert model.decide_first
+    assert model.profile.decide_first
     conversation = Conversation(LlmAgent(name="root", tools=[lookup_order]), model)
     turn = await conversation.send("Where is A-1001?")
     assert turn == [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agents import LlmAgent
 from agents.models.base import ModelError
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel, transfer
 from bot.slack.message_ts import SlackTsPlugin, message_ts, turn_metadata
 from tests.agents.conversation import Conversation
@@ -50,6 +51,7 @@ async def test_transfer_reply_events_record_the_reply_ts() -> None:
 async def test_failure_notice_records_the_reply_ts_and_no_placeholder_records_none() -> None:
     class Down:
         name = "down"
+        profile = ModelProfile()
 
         async def generate(self, request: object) -> object:
             raise ModelError("unreachable", code="model_unavailable")

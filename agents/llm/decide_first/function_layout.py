@@ -1,6 +1,6 @@
 """The `functions` layout of a decision: the options as function signatures.
 
-The `question` layout (`decision_requests.decision_request`) lists the options under a
+The `question` layout (`prompts.decision_request`) lists the options under a
 question about the conversation, fenced as data. This layout asks the same choice the way
 a function-calling model is trained to meet it: the conversation as chat turns, and each
 option as a function signature (its name and description) in a `# Tools` section of the
@@ -13,7 +13,7 @@ arguments are written afterwards, under the tool's own schema, as in the other l
 On the embedded Qwen 1.5B the two layouts err on different messages (routing_dev: the
 question layout misses deliveries and card arrivals, this one log-in and sign-up
 messages), so a decision may be asked in both and read from their log-probabilities
-together (`agents.llm.decision`, `DECISION_LAYOUTS`).
+together (`agents.llm.decide_first.decision`, `ModelProfile.decision_layouts`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agents.llm.decision_requests import Choice, choice_config, tool_less
+from agents.llm.decide_first.choices import Choice
+from agents.llm.decide_first.prompts import choice_config, tool_less
 from agents.models.base import Content, LlmRequest
 from agents.models.prompted_tools import render_content
 

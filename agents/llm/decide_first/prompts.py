@@ -1,42 +1,31 @@
-"""The requests of a decide-first step (`agents.llm.decision`) and the parsing of its choice.
+"""The requests of a decide-first step (`agents.llm.decide_first`): the decision in the
+question layout, the act (the reply, a tool's arguments), the review and consult check of
+a written reply, and the re-asks of the pretend-action check.
 
 Each is a tool-less request: the history as text (no tool messages), the agent's own
 instruction first, so a server's prompt cache shares it between the decision and the act,
-then what this call is for.
+then what this call is for. Their wording is measured routing accuracy on the embedded
+model: change it only with an evaluation (`support-bot eval routing`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from agents.events import Part
-from agents.history import FOREIGN_PREFIX
-from agents.llm.decision_transcript import conversation_block
-from agents.llm.transfer import TRANSFER_TOOL
+from agents.llm.decide_first.choices import NO, YES, Choice
+from agents.llm.decide_first.transcript import conversation_block
 from agents.models.base import Content, LlmRequest, ToolDeclaration
 from agents.models.prompted_tools import render_content
 from agents.quoting import defuse_fences
 
-ChoiceKind = Literal["answer", "transfer", "tool"]
 REVIEW_TITLE = "review"
 """The schema title of a review request (a written reply: send it, or consult a tool)."""
 CONSULT_TITLE = "consult"
 """The schema title of a consult check (does a written reply need a tool first? yes/no)."""
-YES, NO = "yes", "no"
 DECISION_MAX_TOKENS = 32
 """A decision is one option name; the cap stops a runaway at once."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One option of a decision: `name` is the enum value the model picks."""
-
-    name: str
-    kind: ChoiceKind
-    description: str
 
 
 def decision_request(
@@ -159,7 +148,7 @@ REPLY_TITLE = "reply"
 
 def reply_request(request: LlmRequest, instruction: str) -> LlmRequest:
     """The answer request once more, constrained to `{"reply": <text>}`: the last try
-    for a model that keeps writing a tool call as text (`agents.llm.decision`)."""
+    for a model that keeps writing a tool call as text (`agents.llm.decide_first`)."""
     note = (
         "You answer this message yourself now, and no tool is left to call. Write your "
         "reply to the customer in the `reply` field: what you can tell them from the "
@@ -173,17 +162,6 @@ def reply_request(request: LlmRequest, instruction: str) -> LlmRequest:
         "required": ["reply"],
     }
     return _plain(request, instruction, note, schema, request.config)
-
-
-def reply_field(text: str) -> str:
-    """The `reply` of a `reply_request` answer ("" when it has none)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        value = find_json_object_any(text)
-    if isinstance(value, dict) and isinstance(value.get("reply"), str):
-        return value["reply"].strip()
-    return ""
 
 
 def arguments_request(request: LlmRequest, instruction: str, tool: ToolDeclaration) -> LlmRequest:
@@ -229,34 +207,6 @@ def tool_less(
     )
 
 
-def without_handoff_records(request: LlmRequest) -> LlmRequest:
-    """`request` without the history entries that only record a transfer (see
-    `_transfer_only`), for models that decide first."""
-    contents = [c for c in request.contents if not _transfer_only(c)]
-    return request.model_copy(update={"contents": contents})
-
-
-def _transfer_only(content: Content) -> bool:
-    """A history entry that only records a transfer (the hand-off's call and result, own or
-    another agent's): it tells the next agent nothing about the request, and a small model
-    reading it writes about transfers instead of answering."""
-    if any(p.function_call and p.function_call.name != TRANSFER_TOOL for p in content.parts):
-        return False
-    if any(
-        p.function_response and p.function_response.name != TRANSFER_TOOL for p in content.parts
-    ):
-        return False
-    if any(p.function_call or p.function_response for p in content.parts):
-        return True
-    lines = [line for line in content.text.splitlines()[1:] if line.strip()]
-    marker = f"`{TRANSFER_TOOL}`"
-    return (
-        content.text.startswith(FOREIGN_PREFIX)
-        and bool(lines)
-        and all(marker in line for line in lines)
-    )
-
-
 def corrected_request(request: LlmRequest, pretended: str) -> LlmRequest:
     """The answer request again, with the rejected reply and why it was rejected."""
     contents = [
@@ -273,54 +223,3 @@ def corrected_request(request: LlmRequest, pretended: str) -> LlmRequest:
         ),
     ]
     return request.model_copy(update={"contents": contents})
-
-
-def parse_choice(text: str, choices: Sequence[Choice]) -> Choice:
-    """The chosen option; an answer that is not one of them picks the first option named
-    in it, else the agent itself (answer) when that is an option, else the first."""
-    by_name = {c.name: c for c in choices}
-    try:
-        picked = json.loads(text)
-    except json.JSONDecodeError:
-        picked = None
-    if isinstance(picked, dict):  # an object answer (a layout's, or a server's that insists)
-        picked = picked.get("choice", picked.get("name"))
-    if isinstance(picked, str) and picked in by_name:
-        return by_name[picked]
-    named = [c for c in choices if c.name in text]
-    if named:
-        return named[0]
-    return next((c for c in choices if c.kind == "answer"), choices[0])
-
-
-def unwrapped_reply(text: str) -> str | None:
-    """The text of a reply written as a one-field JSON object (`{"message": "..."}`), the
-    way a small model primed by JSON answers sometimes writes a plain reply; None for any
-    other text. No customer reads JSON."""
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        return None
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        return None
-    if isinstance(value, dict) and len(value) == 1:
-        (inner,) = value.values()
-        if isinstance(inner, str) and inner.strip():
-            return inner.strip()
-    return None
-
-
-def find_json_object_any(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (of any shape), if any."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None

@@ -1,35 +1,19 @@
-"""What one agent may do in one step of a decide-first model (`agents.llm.decision`):
-its transfer targets, its tools, and the tree's other internal names."""
+"""What one agent may do in one step (`agents.llm.decide_first`): its transfer targets,
+its tools, and the tree's other internal names, read from the agent through `StepAgent`
+(this package never imports the agent)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from agents.llm.choice_scores import CHOICE_SCORINGS, ChoiceScoring
-from agents.llm.decision_requests import Choice
+from agents.base_agent import BaseAgent
+from agents.context import InvocationContext
+from agents.llm.decide_first.choices import Choice
 from agents.llm.instructions import template_words
-from agents.llm.transfer import transfer_targets
-from agents.models.base import DECISION_LAYOUTS, DecisionLayout, Model, ToolDeclaration
-
-if TYPE_CHECKING:
-    from agents.context import InvocationContext
-    from agents.llm.agent import LlmAgent
-
-
-def choice_scoring(model: Model) -> ChoiceScoring:
-    """How `model`'s decisions are scored (`agents.llm.choice_scores`); default greedy."""
-    scoring = getattr(model, "choice_scoring", "greedy")
-    return scoring if scoring in CHOICE_SCORINGS else "greedy"
-
-
-def decision_layouts(model: Model) -> tuple[DecisionLayout, ...]:
-    """How `model`'s decisions are laid out, in order (`agents.llm.decision`); default the
-    question alone. Unknown names are left out."""
-    layouts = tuple(
-        layout for layout in getattr(model, "decision_layouts", ()) if layout in DECISION_LAYOUTS
-    )
-    return layouts or ("question",)
+from agents.models.base import ToolDeclaration
+from agents.tools.base_tool import BaseTool
 
 
 @dataclass(frozen=True)
@@ -74,30 +58,52 @@ class StepOptions:
         return found
 
 
-def step_options(agent: LlmAgent, ctx: InvocationContext, instruction: str) -> StepOptions:
+class StepAgent(Protocol):
+    """What `step_options` reads of the agent taking the step (an `LlmAgent`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def instruction(self) -> object:
+        """The instruction as written: a template string, or a provider of the text."""
+
+    @property
+    def tools(self) -> Sequence[BaseTool]: ...
+
+    @property
+    def root_agent(self) -> BaseAgent: ...
+
+    def transfer_targets(self) -> list[BaseAgent]:
+        """The agents it may transfer to."""
+
+
+def step_options(agent: StepAgent, ctx: InvocationContext, instruction: str) -> StepOptions:
     """`agent`'s options now. A target that transferred to `agent` in this invocation is
     left out, so a hand-off is never bounced straight back (a ping-pong)."""
     events = [e for e in ctx.session.events if e.invocation_id == ctx.invocation_id]
     senders = {e.author for e in events if e.actions.transfer_to_agent == agent.name}
     called = {c.name for e in events if e.author == agent.name for c in e.function_calls}
+    targets = agent.transfer_targets()
     return StepOptions(
         agent=agent.name,
         description=agent.description,
         instruction=instruction,
-        targets=tuple(
-            (t.name, t.description) for t in transfer_targets(agent) if t.name not in senders
-        ),
+        targets=tuple((t.name, t.description) for t in targets if t.name not in senders),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),
-        others=tuple(sorted(_internal_names(agent))),
+        others=tuple(sorted(_internal_names(agent, targets))),
         own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
     )
 
 
-def _internal_names(agent: LlmAgent) -> set[str]:
+def _internal_names(agent: StepAgent, targets: Sequence[BaseAgent]) -> set[str]:
     """Every agent and tool name in `agent`'s tree, minus its own targets and tools."""
     root = agent.root_agent
     names = {a.name for a in root.walk()}
     names |= {t.name for a in root.walk() for t in getattr(a, "tools", [])}
-    names -= {t.name for t in transfer_targets(agent)} | {t.name for t in agent.tools}
+    names -= {t.name for t in targets} | {t.name for t in agent.tools}
     return names

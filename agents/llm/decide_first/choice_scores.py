@@ -23,12 +23,10 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from agents.models.base import CHOICE_SCORINGS, ChoiceScoring, TokenLogprobs
+from agents.models.base import TokenLogprobs
 
 __all__ = [
-    "CHOICE_SCORINGS",
     "PRIORS",
-    "ChoiceScoring",
     "calibrated",
     "log_softmax",
     "option_scores",

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from agents.llm.decision_requests import ChoiceKind
-from agents.llm.pretend_actions import PretendAction
+from agents.llm.decide_first.choices import ChoiceKind
+from agents.llm.decide_first.pretend_actions import PretendAction
 
 
 @dataclass(frozen=True)
