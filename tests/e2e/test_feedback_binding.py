@@ -61,7 +61,12 @@ async def test_feedback_button_keeps_its_reply_across_a_handoff_and_counts_peopl
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     model = ScriptedModel(["First answer.", "Second answer.", transfer("billing_agent"), "B1"])
-    summarizer = SummaryService(ScriptedModel([json.dumps(RECORD)] * 3))
+    summarizer = SummaryService(
+        ScriptedModel(
+            [json.dumps(RECORD)] * 3,
+            partial="one record per summary the test asks for, however many it is",
+        )
+    )
     bot = await start_bot(support_tree(model), summarizer=summarizer, support_lead_channel="CLEAD")
     await _say(bot, slack, "charged twice", ROOT)
     old = await _say(bot, slack, "still charged twice", "1700001300.000300")
@@ -109,7 +114,12 @@ async def test_feedback_clicks_go_through_the_user_rate(
 async def test_feedback_digest_says_whether_the_customer_or_the_staff_marked(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
-    summarizer = SummaryService(ScriptedModel([json.dumps(RECORD)]))
+    summarizer = SummaryService(
+        ScriptedModel(
+            [json.dumps(RECORD)],
+            partial="one record per summary the test asks for, however many it is",
+        )
+    )
     bot = await start_bot(support_tree(ScriptedModel(["Hello!"])), summarizer=summarizer)
     reply = await _say(bot, slack, "hi", ROOT)
     where = {"channel": "C1", "thread_ts": ROOT, "message_ts": reply["ts"]}

@@ -56,7 +56,12 @@ async def _bot(slack: FakeSlackApi, database: Any, channel: str, **settings: Any
         slack,
         agent=support_tree(model),
         db=database,
-        summarizer=SummaryService(ScriptedModel([json.dumps(RECORD)] * 4)),
+        summarizer=SummaryService(
+            ScriptedModel(
+                [json.dumps(RECORD)] * 4,
+                partial="one record per summary the test asks for, however many it is",
+            )
+        ),
         support_lead_channel="CLEAD",
         support_leads="ULEAD",
         **settings,
@@ -177,7 +182,12 @@ async def test_summary_posted_in_a_channel_shows_tool_results_only_to_leads(
         **RECORD,
         "decisions": [{"text": "The thread was routed to billing_agent", "sources": ["e3"]}],
     }
-    summaries = SummaryService(ScriptedModel([json.dumps(record)] * 2))
+    summaries = SummaryService(
+        ScriptedModel(
+            [json.dumps(record)] * 2,
+            partial="one record per summary the test asks for, however many it is",
+        )
+    )
     bot = await start_bot(support_tree(model), summarizer=summaries, support_leads="ULEAD")
     slack.add_message("C1", ts=ROOT, text="order 4411 was charged twice", user="U1")
     await bot.send_event(channel_message("order 4411 was charged twice", ts=ROOT, mention=True))
