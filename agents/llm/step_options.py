@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from agents.llm.choice_scores import CHOICE_SCORINGS, ChoiceScoring
 from agents.llm.decision_requests import Choice
 from agents.llm.instructions import template_words
+from agents.llm.routing_examples import described
 from agents.llm.transfer import transfer_targets
 from agents.models.base import DECISION_LAYOUTS, DecisionLayout, Model, ToolDeclaration
 
@@ -82,10 +83,10 @@ def step_options(agent: LlmAgent, ctx: InvocationContext, instruction: str) -> S
     called = {c.name for e in events if e.author == agent.name for c in e.function_calls}
     return StepOptions(
         agent=agent.name,
-        description=agent.description,
+        description=described(agent),
         instruction=instruction,
         targets=tuple(
-            (t.name, t.description) for t in transfer_targets(agent) if t.name not in senders
+            (t.name, described(t)) for t in transfer_targets(agent) if t.name not in senders
         ),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents.llm.routing_examples import described
 from agents.models.base import ToolDeclaration
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def transfer_instruction(agent: LlmAgent, targets: list[BaseAgent]) -> str:
     """The text that tells the model whom it may transfer to, by their descriptions."""
     lines = ["You can transfer the conversation to these agents:"]
     for target in targets:
-        lines.append(f"- {target.name}: {target.description or '(no description)'}")
+        lines.append(f"- {target.name}: {described(target)}")
     lines.append(
         "If you are the best agent for the request according to your description, answer it "
         f"yourself. If another agent is better, call `{TRANSFER_TOOL}` with its name and write "
