@@ -48,7 +48,7 @@ def content_words(text: str) -> frozenset[str]:
 
 def _stem(word: str) -> str:
     for ending in ("ing", "ed", "es", "s"):
-        if len(word) > len(ending) + 3 and word.endswith(ending):
+        if len(word) > len(ending) + 2 and word.endswith(ending):
             return word[: -len(ending)]
     return word
 
