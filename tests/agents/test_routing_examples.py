@@ -10,6 +10,7 @@ only those (the descriptions alone do not tell these messages apart).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower())) - {"the", "a", "for", "i", "you", "are"}
 
 
-def by_examples(message: str):  # noqa: ANN201 - a scripted step
+def by_examples(message: str) -> Callable[[LlmRequest], str]:
     """A decision as a model that reads the listed examples would take it."""
 
     def decide(request: LlmRequest) -> str:

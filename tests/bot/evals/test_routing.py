@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agents.llm.routing_examples import NearExample
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
-from agents.llm.routing_examples import NearExample
 from bot.evals.routing import (
     CaseResult,
     RouteMap,
