@@ -195,6 +195,7 @@ class RoutingReport:
         for row in expected:
             total = sum(counts[(row, g)] for g in got)
             out.append(f"  {row}: {counts[row, row] / total:.1%} ({counts[row, row]} of {total})")
+        out.append("")
         header = ["expected \\ answered", *got, "total", "accuracy"]
         table = [header]
         for row in expected:

@@ -161,7 +161,7 @@ def test_the_report_has_a_confusion_table_per_source() -> None:
     assert "source one: 50.0% (1 of 2)" in lines
     assert "source two: 100.0% (1 of 1)" in lines
     start = lines.index("source one: 50.0% (1 of 2)")
-    assert lines[start + 3].split() == [
+    assert lines[start + 4].split() == [
         "expected",
         "\\",
         "answered",
