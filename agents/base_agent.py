@@ -27,11 +27,15 @@ class BaseAgent:
         sub_agents: Sequence[BaseAgent] = (),
         before_agent_callback: AgentCallback | Sequence[AgentCallback] | None = None,
         after_agent_callback: AgentCallback | Sequence[AgentCallback] | None = None,
+        examples: Sequence[str] = (),
     ) -> None:
         if not name.isidentifier() or name == "user":
             raise AgentTreeError(f"agent name {name!r} must be an identifier other than 'user'")
         self.name = name
         self.description = description
+        self.examples: tuple[str, ...] = tuple(examples)
+        """A few requests this agent handles, in a customer's words: what a model routing
+        to it is shown beside its description (`agents.llm.routing_examples`)."""
         self.parent: BaseAgent | None = None
         self.sub_agents: list[BaseAgent] = list(sub_agents)
         self.before_agent_callback: list[AgentCallback] = as_list(before_agent_callback)

@@ -26,9 +26,13 @@ DEFAULT_TREE = Path(__file__).with_name("support_tree.yaml")
 _LLM_KEYS = {
     "type", "description", "instruction", "model", "tools", "sub_agents", "output_key",
     "include_contents", "disallow_transfer_to_parent", "disallow_transfer_to_peers",
-    "generate_config",
+    "generate_config", "examples",
 }  # fmt: skip
-_WORKFLOW_KEYS = {"type", "description", "sub_agents", "max_iterations"}
+_WORKFLOW_KEYS = {"type", "description", "sub_agents", "max_iterations", "examples"}
+MAX_EXAMPLES = 10
+"""Routing examples an agent may declare: a few, not a training set."""
+MAX_EXAMPLE_CHARS = 200
+"""A routing example is one short request, as a customer would write it."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class TreeSpec:
             unknown = set(spec) - allowed
             if unknown:
                 raise AgentTreeError(f"{source}: agent {name!r} has unknown keys {sorted(unknown)}")
+            spec["examples"] = _examples(spec.get("examples", []), f"{source}: agent {name!r}")
 
     @classmethod
     def from_file(cls, path: str | Path) -> TreeSpec:
@@ -93,6 +98,20 @@ class TreeSpec:
         children = [
             self._build(child, model, stack, tool=tool) for child in spec.get("sub_agents", [])
         ]
+        agent = self._agent(name, spec, children, model, stack, tool=tool)
+        agent.examples = spec["examples"]
+        return agent
+
+    def _agent(
+        self,
+        name: str,
+        spec: Mapping[str, Any],
+        children: list[BaseAgent],
+        model: Model | str | None,
+        stack: tuple[str, ...],
+        *,
+        tool: bool,
+    ) -> BaseAgent:
         kind = spec.get("type", "llm")
         description = spec.get("description", "")
         if kind == "sequential":
@@ -143,6 +162,25 @@ class TreeSpec:
                 raise AgentTreeError(f"{self.source}: cannot import tool {ref!r}: {exc}") from exc
             return target if isinstance(target, BaseTool) else FunctionTool(target)
         raise AgentTreeError(f"{self.source}: a tool must be 'module:attr' or {{agent_tool: name}}")
+
+
+def _examples(value: Any, where: str) -> tuple[str, ...]:
+    """`examples:` checked: a list of at most `MAX_EXAMPLES` short, non-empty strings."""
+    if not isinstance(value, list) or len(value) > MAX_EXAMPLES:
+        raise AgentTreeError(
+            f"{where}: 'examples' must be a list of at most {MAX_EXAMPLES} strings"
+        )
+    found: list[str] = []
+    for example in value:
+        if not isinstance(example, str) or not example.strip():
+            raise AgentTreeError(f"{where}: every example must be a non-empty string")
+        text = " ".join(example.split())
+        if len(text) > MAX_EXAMPLE_CHARS:
+            raise AgentTreeError(
+                f"{where}: example {text[:40]!r}... is over {MAX_EXAMPLE_CHARS} characters"
+            )
+        found.append(text)
+    return tuple(found)
 
 
 def build_support_tree(

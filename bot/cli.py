@@ -285,8 +285,19 @@ def run_eval_summaries(
     help="decisions only: stop each case at the supervisor's transfer, and do not"
     " write the supervisor's own replies (so pretend actions are not measured)",
 )
+@click.option(
+    "--half",
+    type=click.Choice(["look", "measure"]),
+    help="only one fixed half of the cases (a seeded hash of each id): look at one while"
+    " tuning, measure the other at the end",
+)
 def run_eval_routing(
-    data: str, model: str | None, limit: int | None, routes: str | None, route_only: bool
+    data: str,
+    model: str | None,
+    limit: int | None,
+    routes: str | None,
+    route_only: bool,
+    half: str | None,
 ) -> int:
     from bot.evals.cli import eval_routing
     from bot.evals.routing import RouteMap
@@ -305,6 +316,7 @@ def run_eval_routing(
         limit=limit,
         routes=routes,
         route_only=route_only,
+        half=half,
     )
     return _run(work, settings)
 

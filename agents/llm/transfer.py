@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents.llm.routing_examples import described
 from agents.models.base import ToolDeclaration
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def transfer_instruction(parent: BaseAgent | None, targets: list[BaseAgent]) -> 
     `parent` is the agent's parent (named when it is one of the targets)."""
     lines = ["You can transfer the conversation to these agents:"]
     for target in targets:
-        lines.append(f"- {target.name}: {target.description or '(no description)'}")
+        lines.append(f"- {target.name}: {described(target)}")
     lines.append(
         "If you are the best agent for the request according to your description, answer it "
         f"yourself. If another agent is better, call `{TRANSFER_TOOL}` with its name and write "

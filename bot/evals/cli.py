@@ -91,12 +91,15 @@ async def eval_routing(
     limit: int | None = None,
     routes: str | None = None,
     route_only: bool = False,
+    half: str | None = None,
 ) -> int:
     """Route each conversation's first user message; print accuracy overall and per
     route, the confusion table against `expected_route`, mapped by `routes` (see
-    `RouteMap.parse`), seconds per decision and pretend-action counts. `route_only` stops
-    each case at the supervisor's transfer and does not write its own replies, so it
-    measures decisions only (see `evaluate_routing` and `RouteOnlyModel`)."""
+    `RouteMap.parse`), overall and per source, seconds per decision and pretend-action
+    counts. `route_only` stops each case at the supervisor's transfer and does not write
+    its own replies, so it measures decisions only (see `evaluate_routing` and
+    `RouteOnlyModel`). `half` ("look" or "measure") keeps that half of the cases
+    (`split_half`), before `limit` is applied."""
     from agents.base_agent import BaseAgent
     from agents.tree import build_support_tree
     from bot.evals.routing import (
@@ -106,13 +109,15 @@ async def eval_routing(
         evaluate_routing,
         load_cases,
         select_every_nth,
+        split_half,
     )
     from bot.wiring import build_tree, open_models, output_budget
 
     if model:
         settings = settings.model_copy(update={"model": model})
     route_map = RouteMap.parse(routes)
-    cases = select_every_nth(list(load_cases(data)), limit)
+    loaded = [c for c in load_cases(data) if half is None or split_half(c.id) == half]
+    cases = select_every_nth(loaded, limit)
     async with open_models(settings) as models:
         main = models.resolve(models.main)
         layouts = ",".join(main.profile.decision_layouts)

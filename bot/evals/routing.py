@@ -5,12 +5,19 @@ in-memory session. The agent that owns the final reply (an agent inside a workfl
 counts as the workflow the supervisor transferred to, e.g. `fix_writer` is
 `tech_support`) is compared with the dataset's `expected_route`, mapped to the tree's
 agents by `RouteMap`. The report gives the accuracy overall and per expected agent (so a
-skewed set cannot hide a route the model never takes), a confusion table, the seconds
-per routing decision and how many replies pretended an action.
+skewed set cannot hide a route the model never takes), a confusion table (overall and per
+source), the seconds per routing decision, how many replies pretended an action, and for
+each miss the tree's routing examples closest to its message.
+
+A dataset can be split once into two fixed halves by a seeded hash of each case's id
+(`split_half`): a team looks at one half while it writes its descriptions and examples,
+and measures the other only at the end, so the figure is not one it tuned to.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import re
 import statistics
@@ -19,7 +26,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequenc
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from agents.base_agent import BaseAgent
 from agents.events import Event
@@ -27,6 +34,7 @@ from agents.llm.decide_first import Decision, observe_decisions
 from agents.llm.decide_first.choices import NO
 from agents.llm.decide_first.pretend_actions import PretendAction, find_pretend_action
 from agents.llm.decide_first.prompts import CONSULT_TITLE, REVIEW_TITLE
+from agents.llm.routing_examples import NearExample, closest_examples
 from agents.models.base import LlmRequest, LlmResponse, Model
 from agents.models.profile import ModelProfile
 from agents.runner import Runner
@@ -41,6 +49,10 @@ DEFAULT_ROUTES = {
 FALLBACK_AGENT = "support_supervisor"
 FAILED = "(failed)"
 EVAL_APP = "routing_eval"
+Half = Literal["look", "measure"]
+HALVES: tuple[Half, ...] = ("look", "measure")
+SPLIT_SEED = "routing-split-1"
+"""The split's seed: fixed once, so a case stays in its half from run to run."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,14 @@ class RoutingCase:
     id: str
     message: str
     expected_route: str
+    source: str = ""
+
+
+def split_half(case_id: str) -> Half:
+    """The half a case belongs to, from a seeded hash of its id: "look" (to read while
+    iterating) or "measure" (to measure at the end)."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}:{case_id}".encode()).digest()
+    return HALVES[digest[0] % 2]
 
 
 def load_cases(path: str | Path) -> Iterator[RoutingCase]:
@@ -91,7 +111,12 @@ def load_cases(path: str | Path) -> Iterator[RoutingCase]:
                 (e.get("text") for e in row.get("events", []) if e.get("author") == "user"), None
             )
             if first and row.get("expected_route"):
-                yield RoutingCase(str(row.get("id")), str(first), str(row["expected_route"]))
+                yield RoutingCase(
+                    str(row.get("id")),
+                    str(first),
+                    str(row["expected_route"]),
+                    str(row.get("source") or ""),
+                )
 
 
 def select_every_nth(cases: Sequence[RoutingCase], count: int | None) -> list[RoutingCase]:
@@ -127,6 +152,9 @@ class CaseResult:
     refund_promised: bool = False
     policy_consulted: bool = False
     reply: str = ""
+    source: str = ""
+    closest: tuple[NearExample, ...] = ()
+    """For a miss: the tree's routing examples closest to the message."""
 
 
 @dataclass
@@ -149,15 +177,23 @@ class RoutingReport:
     def confusion(self) -> Counter[tuple[str, str]]:
         return Counter(self.pairs)
 
-    def lines(self) -> list[str]:
-        """Accuracy, each expected agent's accuracy on its own line, the confusion table
-        (rows = expected agent, columns = agent that answered), seconds per decision,
-        pretend actions and refund promises."""
+    def by_source(self) -> dict[str, RoutingReport]:
+        """One report per dataset source, in order of first appearance."""
+        grouped: dict[str, RoutingReport] = {}
+        for result in self.results:
+            grouped.setdefault(result.source or "(no source)", RoutingReport()).results.append(
+                result
+            )
+        return grouped
+
+    def accuracy_lines(self, title: str = "routing accuracy") -> list[str]:
+        """Accuracy overall, each expected agent's on its own line, then the confusion
+        table (rows = expected agent, columns = agent that answered)."""
         counts = self.confusion()
         expected = sorted({e for e, _ in self.pairs})
         got = sorted({g for _, g in self.pairs})
         correct = sum(1 for e, g in self.pairs if e == g)
-        out = [f"routing accuracy: {self.accuracy:.1%} ({correct} of {len(self.pairs)})"]
+        out = [f"{title}: {self.accuracy:.1%} ({correct} of {len(self.pairs)})"]
         for row in expected:
             total = sum(counts[(row, g)] for g in got)
             out.append(f"  {row}: {counts[row, row] / total:.1%} ({counts[row, row]} of {total})")
@@ -171,7 +207,16 @@ class RoutingReport:
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
         for r in table:
             out.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
-        out.append("")
+        return out
+
+    def lines(self) -> list[str]:
+        """Accuracy and the confusion table overall, then per source (when there are
+        several), seconds per decision, pretend actions and refund promises."""
+        out = [*self.accuracy_lines(), ""]
+        sources = self.by_source()
+        if len(sources) > 1:
+            for source, report in sources.items():
+                out.extend([*report.accuracy_lines(f"source {source}"), ""])
         seconds = [r.decision_seconds for r in self.results if r.decision_seconds is not None]
         if seconds:
             out.append(
@@ -211,7 +256,7 @@ def promises_refund(text: str) -> bool:
 
 def case_line(case: RoutingCase, result: CaseResult) -> str:
     """One case as it finishes: right or wrong, expected and answered agent, the decision's
-    seconds and the start of the message."""
+    seconds and the start of the message; under a miss, the closest routing examples."""
     mark = "ok " if result.expected == result.answered else "NO "
     seconds = (
         f"{result.decision_seconds:5.1f}s" if result.decision_seconds is not None else "     -"
@@ -222,7 +267,17 @@ def case_line(case: RoutingCase, result: CaseResult) -> str:
     )
     if result.pretend_shown:  # what reached the user, to see what the check missed
         line += f"\n      shown: {' '.join(result.reply.split())[:200]}"
+    if result.expected != result.answered:
+        line += "\n" + closest_line(result.closest)
     return line
+
+
+def closest_line(closest: Sequence[NearExample]) -> str:
+    """The routing examples closest to a missed message, or that none shares a word."""
+    if not closest:
+        return "      closest examples: none shares a word with the message"
+    near = "; ".join(f'{n.agent} "{n.example}" ({n.score:.2f})' for n in closest)
+    return f"      closest examples: {near}"
 
 
 def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
@@ -334,7 +389,11 @@ async def evaluate_routing(
             refund_promised=promises_refund(reply),
             policy_consulted=policy_tool in called,
             reply=reply,
+            source=case.source,
         )
+        if result.expected != result.answered:
+            near = closest_examples(case.message, root.walk())
+            result = dataclasses.replace(result, closest=tuple(near))
         report.results.append(result)
         if on_case is not None:
             on_case(case, result)

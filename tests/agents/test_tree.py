@@ -85,6 +85,11 @@ def test_tree_yaml_with_import_path_tool(tmp_path: Path) -> None:
         ("root: a\nagents: {a: {instructions: typo}}\n", "unknown keys"),
         ("root: a\nagents: {a: {tools: ['nope.mod:fn']}}\n", "cannot import tool"),
         ("root: z\nagents: {a: {}}\n", "root 'z' is not defined"),
+        ("root: a\nagents: {a: {examples: one request}}\n", "'examples' must be a list"),
+        ("root: a\nagents: {a: {examples: [ok, '  ']}}\n", "non-empty string"),
+        ("root: a\nagents: {a: {examples: [ok, 3]}}\n", "non-empty string"),
+        ("root: a\nagents: {a: {examples: ['" + "x " * 101 + "']}}\n", "over 200 characters"),
+        ("root: a\nagents: {a: {examples: [" + "r, " * 11 + "]}}\n", "at most 10 strings"),
     ],
 )
 def test_tree_yaml_errors_are_clear(tmp_path: Path, yaml_text: str, message: str) -> None:
@@ -92,3 +97,20 @@ def test_tree_yaml_errors_are_clear(tmp_path: Path, yaml_text: str, message: str
     path.write_text(yaml_text)
     with pytest.raises(AgentTreeError, match=message):
         TreeSpec.from_file(path).build(model="m")
+
+
+def test_tree_yaml_examples_land_on_every_kind_of_agent(tmp_path: Path) -> None:
+    path = tmp_path / "tree.yaml"
+    path.write_text(
+        "root: front\n"
+        "agents:\n"
+        "  front: {examples: ['hello   there'], sub_agents: [pipeline]}\n"
+        "  pipeline: {type: sequential, examples: [fix it, it broke], sub_agents: [step]}\n"
+        "  step: {description: does it}\n"
+    )
+    root = TreeSpec.from_file(path).build(model="m")
+    assert root.examples == ("hello there",)  # whitespace collapsed
+    pipeline = root.find_agent("pipeline")
+    assert isinstance(pipeline, SequentialAgent) and pipeline.examples == ("fix it", "it broke")
+    step = root.find_agent("step")
+    assert step is not None and step.examples == ()

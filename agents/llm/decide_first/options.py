@@ -12,6 +12,7 @@ from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.llm.decide_first.choices import Choice
 from agents.llm.instructions import template_words
+from agents.llm.routing_examples import described
 from agents.models.base import ToolDeclaration
 from agents.tools.base_tool import BaseTool
 
@@ -68,6 +69,10 @@ class StepAgent(Protocol):
     def description(self) -> str: ...
 
     @property
+    def examples(self) -> Sequence[str]:
+        """Requests it handles, declared in the tree (`agents.llm.routing_examples`)."""
+
+    @property
     def instruction(self) -> object:
         """The instruction as written: a template string, or a provider of the text."""
 
@@ -90,9 +95,9 @@ def step_options(agent: StepAgent, ctx: InvocationContext, instruction: str) -> 
     targets = agent.transfer_targets()
     return StepOptions(
         agent=agent.name,
-        description=agent.description,
+        description=described(agent),
         instruction=instruction,
-        targets=tuple((t.name, t.description) for t in targets if t.name not in senders),
+        targets=tuple((t.name, described(t)) for t in targets if t.name not in senders),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),
         others=tuple(sorted(_internal_names(agent, targets))),

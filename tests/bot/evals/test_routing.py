@@ -6,10 +6,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agents.llm.routing_examples import NearExample
 from agents.models.base import LlmRequest
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
-from bot.evals.routing import RouteMap, evaluate_routing, load_cases, promises_refund
+from bot.evals.routing import (
+    CaseResult,
+    RouteMap,
+    RoutingCase,
+    RoutingReport,
+    case_line,
+    evaluate_routing,
+    load_cases,
+    promises_refund,
+    split_half,
+)
 
 MESSAGES = [
     ("billing", "I was charged twice for INV-2291."),
@@ -128,3 +139,48 @@ def test_a_case_line_shows_a_pretend_reply_that_reached_the_user() -> None:
         "      shown: Please contact tech support.",
     ]
     assert "shown:" not in case_line(case, CaseResult("billing_agent", "billing_agent", 2.0))
+
+
+def test_the_halves_are_fixed_by_id_and_both_used() -> None:
+    ids = [f"dev-{i}" for i in range(40)]
+    halves = [split_half(i) for i in ids]
+    assert halves == [split_half(i) for i in ids]  # the same from run to run
+    assert set(halves) == {"look", "measure"}
+
+
+def test_the_report_has_a_confusion_table_per_source() -> None:
+    report = RoutingReport(
+        [
+            CaseResult("billing_agent", "billing_agent", source="one"),
+            CaseResult("tech_support", "billing_agent", source="one"),
+            CaseResult("tech_support", "tech_support", source="two"),
+        ]
+    )
+    lines = report.lines()
+    assert lines[0] == "routing accuracy: 66.7% (2 of 3)"
+    assert "source one: 50.0% (1 of 2)" in lines
+    assert "source two: 100.0% (1 of 1)" in lines
+    start = lines.index("source one: 50.0% (1 of 2)")
+    assert lines[start + 4].split() == [
+        "expected",
+        "\\",
+        "answered",
+        "billing_agent",
+        "total",
+        "accuracy",
+    ]
+
+
+async def test_a_miss_shows_the_closest_examples(tmp_path: Path) -> None:
+    cases = [RoutingCase("c1", "The app crashes after the update", "tech_support", "test")]
+    model = ScriptedModel([json_text("billing_agent")], decide_first=True)
+    report = await evaluate_routing(
+        cases, tree=lambda: build_support_tree(model=model), routes=RouteMap(), route_only=True
+    )
+    (result,) = report.results
+    assert result.answered == "billing_agent" and result.source == "test"
+    assert result.closest and result.closest[0].agent == "tech_support"
+    line = case_line(cases[0], result)
+    assert f'closest examples: tech_support "{result.closest[0].example}"' in line
+    hit = CaseResult("tech_support", "tech_support", closest=(NearExample("a", "b", 1.0),))
+    assert "closest" not in case_line(cases[0], hit)

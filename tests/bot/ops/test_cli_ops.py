@@ -182,14 +182,17 @@ async def test_eval_routing_prints_accuracy_and_confusion_table(
         "routes: billing=billing_agent, other=support_supervisor, tech_support=tech_support, "
         "anything else=support_supervisor"
     )
-    # A line per case as it finishes, then the report.
-    assert [line.split()[:4] for line in lines[2:6]] == [
+    # A line per case as it finishes (a miss with the tree's closest routing examples
+    # under it), then the report.
+    assert [line.split()[:4] for line in lines[2:8]] == [
         ["ok", "billing_agent", "->", "billing_agent"],
         ["ok", "billing_agent", "->", "billing_agent"],
         ["NO", "support_supervisor", "->", "billing_agent"],
+        ["closest", "examples:", *lines[5].split()[2:4]],
         ["NO", "tech_support", "->", "billing_agent"],
+        ["closest", "examples:", *lines[7].split()[2:4]],
     ]
-    lines = lines[4:]
+    lines = lines[6:]
     assert lines[2] == "routing accuracy: 50.0% (2 of 4)"
     # Each expected agent's accuracy on its own line: a skewed set hides no route.
     assert lines[3:6] == [

@@ -23,13 +23,10 @@ from storage.threads import ThreadRecord
 def test_shipped_tree_gives_one_prompt_per_specialist() -> None:
     root = build_support_tree(model="scripted")
     assert suggested_prompts(root) == [
+        {"title": "Money", "message": "I have a question about money."},
         {
-            "title": "Money matters, and whatever goes wrong with them",
-            "message": "I have a question about money matters, and whatever goes wrong with them.",
-        },
-        {
-            "title": "Anything in the product that does not work",
-            "message": "I have a question about anything in the product that does not work.",
+            "title": "Getting the product to work",
+            "message": "I have a question about getting the product to work.",
         },
     ]
     # AgentTool agents are separate instances, outside the tree: their statuses too.

@@ -52,7 +52,7 @@ def support_model(body: dict[str, Any]) -> Reply:
     system = _system(body)
     tools = {t["function"]["name"] for t in body.get("tools") or []}
     if (
-        system.startswith("You are the front door")
+        system.startswith("You are the first point of contact")
         and "transfer_to_agent" in tools
         and _last(body)["role"] == "user"
     ):

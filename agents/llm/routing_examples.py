@@ -1,0 +1,94 @@
+"""Routing examples: the few requests a tree declares per agent (`examples:` in YAML).
+
+A team teaches the router with a handful of requests in its customers' words instead of
+rewording descriptions until a test passes. Every model sees them the same way: a
+target's description as a model reads it (`described`) is its description followed by
+its examples, so they reach the decide-first options (both layouts) and the transfer
+instruction of a model that calls tools natively.
+
+`closest_examples` ranks the declared examples by how many content words they share
+with a message: the routing evaluation shows it beside each miss, so a team sees which
+example, if any, pulled the message its way or would have needed a neighbour.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from agents.base_agent import BaseAgent
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are am be been but by can could do does did for from get got have has had "
+    "how i i'm im if in into is it its it's just me my of on or our please so that the "
+    "their them there this to up us was we what when where which who why will with would "
+    "you your yours hi hello hey".split()
+)
+
+
+class Routable(Protocol):
+    """What routing reads of an agent: its description and declared examples."""
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def examples(self) -> Sequence[str]: ...
+
+
+def described(agent: Routable) -> str:
+    """`agent`'s description as a routing model reads it: its description, then its
+    examples as quoted requests (the description alone when it declares none)."""
+    description = agent.description or "(no description)"
+    if not agent.examples:
+        return description
+    quoted = "; ".join(f'"{example}"' for example in agent.examples)
+    return f"{description} Requests it handles, for example: {quoted}."
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words of `text` that carry its topic: lowercased, without common function
+    words, and with a plural or -ing/-ed ending cut, so "updates" meets "updating"."""
+    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP)
+
+
+def _stem(word: str) -> str:
+    for ending in ("ing", "ed", "es", "s"):
+        if len(word) > len(ending) + 2 and word.endswith(ending):
+            return word[: -len(ending)]
+    return word
+
+
+def similarity(message: str, example: str) -> float:
+    """The share of the smaller word set the two texts have in common (0..1)."""
+    ours, theirs = content_words(message), content_words(example)
+    if not ours or not theirs:
+        return 0.0
+    return len(ours & theirs) / min(len(ours), len(theirs))
+
+
+@dataclass(frozen=True)
+class NearExample:
+    """A declared example and how close it is to a message."""
+
+    agent: str
+    example: str
+    score: float
+
+
+def closest_examples(
+    message: str, agents: Iterable[BaseAgent], *, limit: int = 2
+) -> list[NearExample]:
+    """The declared examples of `agents` that share words with `message`, closest first
+    (at most `limit`); empty when none shares any."""
+    found = [
+        NearExample(agent.name, example, similarity(message, example))
+        for agent in agents
+        for example in agent.examples
+    ]
+    ranked = sorted((n for n in found if n.score > 0), key=lambda n: -n.score)
+    return ranked[:limit]
