@@ -63,8 +63,12 @@ def test_document_hash_follows_content() -> None:
 
 @pytest.mark.parametrize(
     ("heading", "slug"),
-    [("Refund windows", "refund-windows"), ("Error 0x80070005!", "error-0x80070005"), ("??", "section")],
-)  # fmt: skip
+    [
+        ("Refund windows", "refund-windows"),
+        ("Error 0x80070005!", "error-0x80070005"),
+        ("??", "section"),
+    ],
+)
 def test_slugify(heading: str, slug: str) -> None:
     assert slugify(heading) == slug
 
