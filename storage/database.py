@@ -23,6 +23,7 @@ from storage.errors import (
 )
 from storage.feedback import FeedbackStore
 from storage.forget import ForgetReport, forget_user
+from storage.knowledge import KnowledgeStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
 from storage.sessions import SqlSessionService
 from storage.stats import StatsStore
@@ -55,6 +56,7 @@ class Database:
         self.thread_locks = ThreadLocks(self.gate)
         self.dm_conversations = DmConversationStore(self.gate)
         self.feedback = FeedbackStore(self.gate)
+        self.knowledge = KnowledgeStore(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:
