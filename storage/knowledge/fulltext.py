@@ -16,6 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agents.knowledge.ranking import CorpusStats
+
 # bm25() column weights: title, heading, body. A heading that names the topic is worth
 # more than the same words in a long body.
 SQLITE_WEIGHTS = (4.0, 4.0, 1.0)
@@ -58,6 +60,36 @@ async def remove_rows(conn: AsyncConnection, pks: Sequence[int]) -> None:
         )
     ).bindparams(sa.bindparam("pks", expanding=True))
     await conn.execute(statement, {"pks": list(pks)})
+
+
+async def corpus_stats(conn: AsyncConnection, terms: Sequence[str]) -> CorpusStats:
+    """Section count, average field lengths and each term's document frequency."""
+    totals = (
+        await conn.execute(
+            sa.text(
+                "SELECT count(*), coalesce(avg(length(d.title)), 0),"
+                " coalesce(avg(length(s.heading)), 0), coalesce(avg(length(s.body)), 0)"
+                " FROM knowledge_sections s JOIN knowledge_documents d ON d.doc_id = s.doc_id"
+            )
+        )
+    ).one()
+    if conn.dialect.name == "sqlite":
+        count = "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :term"
+        quoted = [f'"{t}"' for t in terms]
+    else:
+        count = "SELECT count(*) FROM knowledge_fts WHERE document @@ to_tsquery('english', :term)"
+        quoted = list(terms)
+    doc_freq = {
+        term: int((await conn.execute(sa.text(count), {"term": q})).scalar_one())
+        for term, q in zip(terms, quoted, strict=True)
+    }
+    return CorpusStats(
+        sections=int(totals[0]),
+        doc_freq=doc_freq,
+        avg_title=float(totals[1]),
+        avg_heading=float(totals[2]),
+        avg_body=float(totals[3]),
+    )
 
 
 async def candidates(

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.knowledge.documents import Document
-from agents.knowledge.ranking import CANDIDATES, query_terms, rerank
+from agents.knowledge.ranking import CANDIDATES, CorpusStats, query_terms, rerank
 from agents.knowledge.search import KnowledgeHit
 from storage.engine import SqlGate
 from storage.knowledge import fulltext
@@ -93,10 +93,11 @@ class KnowledgeStore:
         if not terms or limit < 1:
             return []
 
-        async def tx(conn: AsyncConnection) -> list[sa.Row]:
-            return await fulltext.candidates(conn, terms, collections, max(CANDIDATES, limit))
+        async def tx(conn: AsyncConnection) -> tuple[list[sa.Row], CorpusStats]:
+            rows = await fulltext.candidates(conn, terms, collections, max(CANDIDATES, limit))
+            return rows, await fulltext.corpus_stats(conn, terms)
 
-        rows = await self._gate.read(tx)
+        rows, stats = await self._gate.read(tx)
         found = [
             KnowledgeHit(
                 id=row.section_id,
@@ -110,7 +111,7 @@ class KnowledgeStore:
             )
             for row in rows
         ]
-        return rerank(found, terms, limit=limit)
+        return rerank(found, query, terms, stats, limit=limit)
 
     async def collections(self) -> dict[str, int]:
         """Indexed collections and how many documents each holds."""
