@@ -14,16 +14,16 @@ order is computed here, the same for both backends:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from agents.knowledge.search import KnowledgeHit
 
 # How many candidates a backend returns for re-ranking.
-CANDIDATES = 80
+CANDIDATES = 50
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Function words and the wording of questions ("how do I", "can you tell me"): they match
@@ -77,6 +77,7 @@ def stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=65_536)
 def key(word: str) -> str:
     """The form a word is compared in: its stem, cut to `KEY_CHARS`."""
     return stem(word)[:KEY_CHARS]
@@ -150,13 +151,13 @@ def _bm25f(c: KnowledgeHit, idf: Mapping[str, float], stats: CorpusStats, w: Wei
         (c.heading, w.heading, stats.avg_heading),
         (c.text, w.body, stats.avg_body),
     )
-    tf: Counter[str] = Counter()
+    tf: dict[str, float] = dict.fromkeys(idf, 0.0)
     for text, weight, average in fields:
-        norm = 1 - w.b + w.b * len(text) / max(average, 1.0)
-        counts = Counter(key(x) for x in words(text))
-        for k in idf:
-            if counts[k]:
-                tf[k] += weight * counts[k] / norm
+        share = weight / (1 - w.b + w.b * len(text) / max(average, 1.0))
+        for word in words(text):
+            k = key(word)
+            if k in tf:
+                tf[k] += share
     return sum(idf[k] * tf[k] / (w.k1 + tf[k]) for k in idf if tf[k])
 
 

@@ -62,8 +62,8 @@ async def remove_rows(conn: AsyncConnection, pks: Sequence[int]) -> None:
     await conn.execute(statement, {"pks": list(pks)})
 
 
-async def corpus_stats(conn: AsyncConnection, terms: Sequence[str]) -> CorpusStats:
-    """Section count, average field lengths and each term's document frequency."""
+async def field_lengths(conn: AsyncConnection) -> tuple[int, float, float, float]:
+    """The section count and the average title, heading and body lengths (characters)."""
     totals = (
         await conn.execute(
             sa.text(
@@ -73,6 +73,13 @@ async def corpus_stats(conn: AsyncConnection, terms: Sequence[str]) -> CorpusSta
             )
         )
     ).one()
+    return int(totals[0]), float(totals[1]), float(totals[2]), float(totals[3])
+
+
+async def corpus_stats(
+    conn: AsyncConnection, terms: Sequence[str], lengths: tuple[int, float, float, float]
+) -> CorpusStats:
+    """`lengths` (from `field_lengths`) with each term's document frequency."""
     if conn.dialect.name == "sqlite":
         count = "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :term"
         quoted = [f'"{t}"' for t in terms]
@@ -83,13 +90,8 @@ async def corpus_stats(conn: AsyncConnection, terms: Sequence[str]) -> CorpusSta
         term: int((await conn.execute(sa.text(count), {"term": q})).scalar_one())
         for term, q in zip(terms, quoted, strict=True)
     }
-    return CorpusStats(
-        sections=int(totals[0]),
-        doc_freq=doc_freq,
-        avg_title=float(totals[1]),
-        avg_heading=float(totals[2]),
-        avg_body=float(totals[3]),
-    )
+    sections, avg_title, avg_heading, avg_body = lengths
+    return CorpusStats(sections, doc_freq, avg_title, avg_heading, avg_body)
 
 
 async def candidates(

@@ -24,6 +24,9 @@ from storage.engine import SqlGate
 from storage.knowledge import fulltext
 from storage.schema import knowledge_documents, knowledge_sections
 
+# How long search reuses the index's section count and average field lengths: they move
+# slowly, and reading them scans every section. A sync here refreshes them at once.
+LENGTHS_TTL_SECONDS = 60.0
 # Serialises concurrent syncs of several processes sharing one PostgreSQL database.
 _SYNC_LOCK = zlib.crc32(b"support-bot knowledge sync")
 
@@ -50,6 +53,8 @@ class KnowledgeStore:
 
     def __init__(self, gate: SqlGate) -> None:
         self._gate = gate
+        self._lengths: tuple[int, float, float, float] | None = None
+        self._lengths_at = 0.0
 
     async def sync(self, documents: Sequence[Document], *, now: float | None = None) -> SyncReport:
         """Make the index hold exactly `documents` (see the module docstring)."""
@@ -83,7 +88,9 @@ class KnowledgeStore:
             report.removed.extend(gone)
             return report
 
-        return await self._gate.write(tx)
+        report = await self._gate.write(tx)
+        self._lengths = None
+        return report
 
     async def search(
         self, query: str, *, collections: Sequence[str] | None = None, limit: int = 5
@@ -93,11 +100,18 @@ class KnowledgeStore:
         if not terms or limit < 1:
             return []
 
+        fresh = time.monotonic() - self._lengths_at < LENGTHS_TTL_SECONDS
+        cached = self._lengths if fresh else None
+
         async def tx(conn: AsyncConnection) -> tuple[list[sa.Row], CorpusStats]:
             rows = await fulltext.candidates(conn, terms, collections, max(CANDIDATES, limit))
-            return rows, await fulltext.corpus_stats(conn, terms)
+            lengths = cached or await fulltext.field_lengths(conn)
+            return rows, await fulltext.corpus_stats(conn, terms, lengths)
 
         rows, stats = await self._gate.read(tx)
+        if cached is None:
+            lengths = (stats.sections, stats.avg_title, stats.avg_heading, stats.avg_body)
+            self._lengths, self._lengths_at = lengths, time.monotonic()
         found = [
             KnowledgeHit(
                 id=row.section_id,
