@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from agents.knowledge.search import KnowledgeHit
 
 # How many candidates a backend returns for re-ranking.
-CANDIDATES = 50
+CANDIDATES = 80
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Function words and the wording of questions ("how do I", "can you tell me"): they match
