@@ -16,9 +16,11 @@ import yaml
 
 from agents.base_agent import BaseAgent
 from agents.errors import AgentTreeError
+from agents.knowledge.search import KnowledgeSearch
 from agents.llm.agent import LlmAgent
 from agents.models.base import GenerateConfig, Model
 from agents.tools import AgentTool, BaseTool, FunctionTool
+from agents.tools.knowledge_search import KnowledgeSearchTool
 from agents.workflow import LoopAgent, ParallelAgent, SequentialAgent
 
 DEFAULT_TREE = Path(__file__).with_name("support_tree.yaml")
@@ -26,7 +28,7 @@ DEFAULT_TREE = Path(__file__).with_name("support_tree.yaml")
 _LLM_KEYS = {
     "type", "description", "instruction", "model", "tools", "sub_agents", "output_key",
     "include_contents", "disallow_transfer_to_parent", "disallow_transfer_to_peers",
-    "generate_config", "examples",
+    "generate_config", "examples", "knowledge",
 }  # fmt: skip
 _WORKFLOW_KEYS = {"type", "description", "sub_agents", "max_iterations", "examples"}
 MAX_EXAMPLES = 10
@@ -63,6 +65,7 @@ class TreeSpec:
         self.agents: dict[str, dict[str, Any]] = {k: dict(v) for k, v in agents.items()}
         self.source = source
         self._budget = OutputBudget()
+        self._knowledge: KnowledgeSearch | None = None
         for name, spec in self.agents.items():
             kind = spec.get("type", "llm")
             allowed = _LLM_KEYS if kind == "llm" else _WORKFLOW_KEYS
@@ -79,11 +82,18 @@ class TreeSpec:
         return cls(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, source=str(path))
 
     def build(
-        self, *, model: Model | str | None = None, output_budget: OutputBudget | None = None
+        self,
+        *,
+        model: Model | str | None = None,
+        output_budget: OutputBudget | None = None,
+        knowledge: KnowledgeSearch | None = None,
     ) -> BaseAgent:
         """A fresh tree. `model` is the default for LLM agents that name none;
-        `output_budget` caps the output of those whose `generate_config` has no `max_tokens`."""
+        `output_budget` caps the output of those whose `generate_config` has no `max_tokens`;
+        `knowledge` gives agents that declare `knowledge: [collection, ...]` a search tool
+        over those collections (without it, the declarations add nothing)."""
         self._budget = output_budget or OutputBudget()
+        self._knowledge = knowledge
         return self._build(self.root, model, stack=())
 
     def _build(
@@ -130,7 +140,10 @@ class TreeSpec:
             description=description,
             model=spec.get("model") or model,
             instruction=spec.get("instruction", ""),
-            tools=[self._tool(t, model, stack) for t in spec.get("tools", [])],
+            tools=[
+                *(self._tool(t, model, stack) for t in spec.get("tools", [])),
+                *self._knowledge_tool(name, spec),
+            ],
             sub_agents=children,
             output_key=spec.get("output_key"),
             include_contents=spec.get("include_contents", "default"),
@@ -138,6 +151,14 @@ class TreeSpec:
             disallow_transfer_to_peers=bool(spec.get("disallow_transfer_to_peers", False)),
             generate_config=self._generate_config(spec, tool=tool),
         )
+
+    def _knowledge_tool(self, name: str, spec: Mapping[str, Any]) -> list[BaseTool]:
+        collections = spec.get("knowledge") or []
+        if not isinstance(collections, list) or not all(isinstance(c, str) for c in collections):
+            raise AgentTreeError(f"{self.source}: agent {name!r}: knowledge must list collections")
+        if not collections or self._knowledge is None:
+            return []
+        return [KnowledgeSearchTool(self._knowledge, collections)]
 
     def _generate_config(self, spec: Mapping[str, Any], *, tool: bool) -> GenerateConfig:
         values = dict(spec.get("generate_config", {}))

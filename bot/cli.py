@@ -6,6 +6,7 @@ import getpass
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -72,6 +73,7 @@ def _run(work: Coroutine[Any, Any, int], settings: Settings) -> int:
 async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> int:
     """Open the models and storage, then run `serve` until a signal stops it; on SQLite,
     marked as running for operator commands that must not race it (`bot.ops.running`)."""
+    from bot.ops.knowledge import sync_at_start
     from bot.ops.running import bot_running
     from bot.wiring import build_runner, build_summarizer, loop_lag_gate, open_models, work_limit
     from storage.database import Database
@@ -79,6 +81,7 @@ async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> i
     with bot_running(settings.database_url):
         async with open_models(settings) as models:
             db = await Database.open(settings.database_url)
+            await sync_at_start(settings, db)
             # One slot count for replies and the runner's window summaries alike.
             gate = loop_lag_gate(settings)
             limit = work_limit(settings, gate)
@@ -206,6 +209,44 @@ def run_forget(user: str) -> int:
 
     settings = _settings()
     return _run(forget(settings, sys.stdout, user), settings)
+
+
+@cli.group("knowledge", help="The knowledge base: `knowledge sync`, `search` or `eval`.")
+def knowledge_group() -> None:
+    """The `knowledge` subcommands (`bot.ops.knowledge`)."""
+
+
+@knowledge_group.command("sync", help="Index the knowledge folder; print what changed.")
+@click.option("--dir", "folder", type=click.Path(path_type=Path), help="default: KNOWLEDGE_DIR")
+def run_knowledge_sync(folder: Path | None) -> int:
+    from bot.ops import knowledge
+
+    settings = _settings()
+    return _run(knowledge.sync(settings, sys.stdout, folder), settings)
+
+
+@knowledge_group.command("search", help="Show the sections an agent would find for QUERY.")
+@click.argument("query")
+@click.option("--collection", "collections", multiple=True, help="only this collection")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 50))
+def run_knowledge_search(query: str, collections: tuple[str, ...], limit: int) -> int:
+    from bot.ops import knowledge
+
+    settings = _settings()
+    found = knowledge.search(
+        settings, sys.stdout, query, collections=list(collections), limit=limit
+    )
+    return _run(found, settings)
+
+
+@knowledge_group.command("eval", help="Retrieval hit@1/@5 of a question set on its documents.")
+@click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
+@click.option("--data", type=click.Path(exists=True, path_type=Path), required=True)
+def run_knowledge_eval(docs: Path, data: Path) -> int:
+    from bot.ops import knowledge
+
+    settings = _settings()
+    return _run(knowledge.evaluate(settings, sys.stdout, docs, data), settings)
 
 
 @cli.group("eval", help="Evaluate on a dataset: `eval summaries` or `eval routing`.")

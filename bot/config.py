@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agents.models.profile import ChoiceScoring, DecisionLayout, ToolDecision
+from bot.knowledge import SAMPLE_DIR
 
 Mode = Literal["socket", "http", "chat"]
 
@@ -103,6 +104,11 @@ class Settings(BaseSettings):
     )
     agent_tree_file: Path | None = Field(
         default=None, description="A YAML agent tree to run instead of agents/support_tree.yaml."
+    )
+    knowledge_dir: Path = Field(
+        default=SAMPLE_DIR,
+        description="The knowledge base folder (Markdown or text; one sub-folder per "
+        "collection), synced at start; default: the shipped sample.",
     )
     model_api_base: str | None = None
     model_api_key: SecretStr | None = None

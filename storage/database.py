@@ -24,6 +24,7 @@ from storage.errors import (
 )
 from storage.feedback import FeedbackStore
 from storage.forget import ForgetReport, affected_threads, forget_user
+from storage.knowledge import KnowledgeStore
 from storage.migrate import SchemaStatus, head_revision, schema_status, upgrade_engine
 from storage.rates import RateStore
 from storage.sessions import SqlSessionService
@@ -60,6 +61,7 @@ class Database:
         self.dm_conversations = DmConversationStore(self.gate)
         self.feedback = FeedbackStore(self.gate)
         self.rates = RateStore(self.gate)
+        self.knowledge = KnowledgeStore(self.gate)
 
     @classmethod
     async def open(cls, url: str | URL, *, migrate: bool = True) -> Database:

@@ -317,3 +317,47 @@ user_rates = sa.Table(
     sa.Column("count", sa.Integer, nullable=False),
     sa.Column("told", sa.Boolean, nullable=False),
 )
+
+# The knowledge base (`storage.knowledge`): one row per indexed file, its hash deciding
+# whether a sync re-indexes it, and one row per section. The full-text index over the
+# sections is dialect-specific and lives outside this metadata (see `SEARCH_INDEX`).
+knowledge_documents = sa.Table(
+    "knowledge_documents",
+    metadata,
+    sa.Column("doc_id", sa.String(255), primary_key=True),
+    sa.Column("collection", sa.String(64), nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("url", sa.Text, nullable=True),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("indexed_at", sa.Float, nullable=False),
+)
+
+knowledge_sections = sa.Table(
+    "knowledge_sections",
+    metadata,
+    sa.Column("pk", RowId, primary_key=True, autoincrement=True),
+    sa.Column("section_id", sa.String(400), nullable=False),
+    sa.Column(
+        "doc_id",
+        sa.String(255),
+        sa.ForeignKey("knowledge_documents.doc_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("collection", sa.String(64), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("heading", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.UniqueConstraint("section_id"),
+    sa.Index(None, "doc_id"),
+)
+
+# The sections' full-text index: an FTS5 virtual table on SQLite (its shadow tables share
+# the prefix), a table of weighted `tsvector`s under a GIN index on PostgreSQL. Migration
+# 0014_knowledge builds it; schema comparisons leave it out (`include_name`).
+SEARCH_INDEX = "knowledge_fts"
+
+
+def include_name(name: str | None, type_: str, _parent_names: object) -> bool:
+    """Alembic's `include_name` hook: everything but the dialect-specific search index."""
+    return not (type_ == "table" and name is not None and name.startswith(SEARCH_INDEX))

@@ -26,6 +26,7 @@ from typing import TextIO
 from agents.runner import Runner
 from agents.sessions.session import Session
 from bot.config import Settings
+from bot.ops.knowledge import sync_at_start
 from bot.threads.handoff import hand_to_agent, handoff_agents, handoff_text
 from bot.threads.summaries import Summarizer, ThreadSummary, summarize_session
 from bot.threads.transfers import transfer_line
@@ -280,6 +281,7 @@ async def run_chat(
     preload.add_done_callback(preloaded)
     db = await Database.open(settings.database_url)
     try:
+        await sync_at_start(settings, db)
         async with open_models(settings, stderr=stderr) as models:
             ctx = ChatContext(
                 settings=settings,

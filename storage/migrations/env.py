@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from storage.schema import metadata
+from storage.schema import include_name, metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:
@@ -17,6 +17,7 @@ if connection is None:
 context.configure(
     connection=connection,
     target_metadata=metadata,
+    include_name=include_name,
     render_as_batch=connection.dialect.name == "sqlite",
 )
 with context.begin_transaction():

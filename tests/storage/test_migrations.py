@@ -15,7 +15,7 @@ from agents.events import Event
 from storage import Database, DatabaseOutdatedError, DatabaseSchemaError
 from storage.engine import create_engine
 from storage.migrate import alembic_config, head_revision, upgrade, upgrade_async
-from storage.schema import metadata
+from storage.schema import include_name, metadata
 
 
 async def _inspect(url: str) -> tuple[str | None, set[str | None], list[object]]:
@@ -23,7 +23,7 @@ async def _inspect(url: str) -> tuple[str | None, set[str | None], list[object]]
     engine = create_engine(url)
 
     def run(conn: sa.Connection) -> tuple[str | None, set[str | None], list[object]]:
-        context = MigrationContext.configure(conn)
+        context = MigrationContext.configure(conn, opts={"include_name": include_name})
         indexes = {ix["name"] for ix in sa.inspect(conn).get_indexes("threads")}
         return context.get_current_revision(), indexes, compare_metadata(context, metadata)
 

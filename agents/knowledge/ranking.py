@@ -1,0 +1,173 @@
+"""Ranking knowledge sections: the query's terms, and a re-ranking of the candidates.
+
+Either backend (SQLite FTS5, PostgreSQL full-text search) returns candidate sections for
+the OR of the query's terms, and counts how many sections hold each term. The final
+order is computed here, the same for both backends:
+
+- BM25F over each candidate's title, heading and body (title and heading weighted above
+  the body), with the backend's corpus-wide document frequencies;
+- how alike the heading and the question are, every word counted (FAQ headings often
+  restate the question: "How can I get new plates?");
+- how strongly the candidate's whole document matches: a document with several matching
+  sections is more likely the right one than a stray section of another.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from agents.knowledge.search import KnowledgeHit
+
+# How many candidates a backend returns for re-ranking.
+CANDIDATES = 80
+
+_WORD = re.compile(r"[a-z0-9]+")
+# Function words and the wording of questions ("how do I", "can you tell me"): they match
+# every section and would drown the words that name the topic.
+STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be been before being
+    between both but by can could did do does doing done during each either else for from
+    further get gets getting got had has have having he her here hers him his how i if in
+    into is it its itself just let me mine more most my myself no nor not now of off on
+    once only or other our ours out over own please same she should so some such tell than
+    that the their theirs them then there these they this those through to too under until
+    up very want was we were what when where which while who whom why will with would you
+    your yours yourself hello hi thanks thank know like need wondering question explain
+    help ask regarding s t ll ve re d m""".split()
+)
+# A word's key keeps this many characters of its stem: a crude stemmer that still
+# matches "consolidate" with "consolidation" and "eligible" with "eligibility".
+KEY_CHARS = 6
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """What BM25 needs from the whole index: the section count, each term's document
+    frequency (sections holding it), and the fields' average lengths in characters."""
+
+    sections: int
+    doc_freq: Mapping[str, int]
+    avg_title: float
+    avg_heading: float
+    avg_body: float
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How the re-ranking mixes its signals (see the module docstring)."""
+
+    title: float = 2.0
+    heading: float = 1.5
+    body: float = 1.0
+    k1: float = 1.2
+    b: float = 0.75
+    heading_match: float = 0.6
+    document: float = 0.8
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper ("refunds" -> "refund", "charged" -> "charg")."""
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + keep
+    return word
+
+
+@functools.lru_cache(maxsize=65_536)
+def key(word: str) -> str:
+    """The form a word is compared in: its stem, cut to `KEY_CHARS`."""
+    return stem(word)[:KEY_CHARS]
+
+
+def words(text: str) -> list[str]:
+    """Lower-case alphanumeric words of `text`."""
+    return _WORD.findall(text.lower())
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's distinct content words, in order (stopwords dropped; every word
+    when the query has nothing else)."""
+    all_words = list(dict.fromkeys(words(query)))
+    content = [w for w in all_words if w not in STOPWORDS]
+    return content or all_words
+
+
+def rerank(
+    candidates: Sequence[KnowledgeHit],
+    query: str,
+    terms: Sequence[str],
+    stats: CorpusStats,
+    *,
+    limit: int,
+    weights: Weights | None = None,
+) -> list[KnowledgeHit]:
+    """The best `limit` of `candidates`, re-scored (see the module docstring)."""
+    if not candidates or not terms:
+        return list(candidates)[:limit]
+    w = weights or Weights()
+    idf = _idf(terms, stats)
+    if not idf:
+        return list(candidates)[:limit]
+    relevance = {c.id: _bm25f(c, idf, stats, w) for c in candidates}
+    best = max(relevance.values()) or 1.0
+    per_doc: dict[str, list[float]] = {}
+    for c in candidates:
+        per_doc.setdefault(c.doc_id, []).append(relevance[c.id] / best)
+    strength = {doc: _aggregate(scores) for doc, scores in per_doc.items()}
+    top = max(strength.values()) or 1.0
+    asked = {key(x) for x in words(query)}
+
+    def score(c: KnowledgeHit) -> float:
+        heading = {key(x) for x in words(c.heading)}
+        return (
+            relevance[c.id] / best
+            + w.heading_match * _dice(asked, heading)
+            + w.document * strength[c.doc_id] / top
+        )
+
+    rescored = [replace(c, score=round(score(c), 4)) for c in candidates]
+    rescored.sort(key=lambda c: -c.score)
+    return rescored[:limit]
+
+
+def _idf(terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
+    """BM25's idf per term key, for the terms some section holds."""
+    n = max(stats.sections, 1)
+    idf: dict[str, float] = {}
+    for term in terms:
+        df = stats.doc_freq.get(term, 0)
+        if df > 0:
+            idf[key(term)] = max(idf.get(key(term), 0.0), math.log(1 + (n - df + 0.5) / (df + 0.5)))
+    return idf
+
+
+def _bm25f(c: KnowledgeHit, idf: Mapping[str, float], stats: CorpusStats, w: Weights) -> float:
+    fields = (
+        (c.title, w.title, stats.avg_title),
+        (c.heading, w.heading, stats.avg_heading),
+        (c.text, w.body, stats.avg_body),
+    )
+    tf: dict[str, float] = dict.fromkeys(idf, 0.0)
+    for text, weight, average in fields:
+        share = weight / (1 - w.b + w.b * len(text) / max(average, 1.0))
+        for word in words(text):
+            k = key(word)
+            if k in tf:
+                tf[k] += share
+    return sum(idf[k] * tf[k] / (w.k1 + tf[k]) for k in idf if tf[k])
+
+
+def _dice(a: set[str], b: set[str]) -> float:
+    """How alike two word sets are, stopwords included: a heading that restates the
+    question ("How can I get new plates?") matches it closely."""
+    return 2 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
+
+
+def _aggregate(scores: list[float]) -> float:
+    """A document's strength: its best section, plus a little for the next two."""
+    ordered = sorted(scores, reverse=True)
+    return ordered[0] + 0.25 * sum(ordered[1:3])

@@ -1,0 +1,131 @@
+"""The dialect-specific half of the knowledge index: writing and querying `knowledge_fts`.
+
+SQLite: an FTS5 table whose rowid is the section's `pk`, ranked by `bm25()` with the
+title and heading columns weighted above the body. PostgreSQL: one weighted `tsvector`
+per section (title A, heading B, body D) under a GIN index, ranked by `ts_rank_cd`.
+Queries are the OR of the given terms, which `agents.knowledge.ranking.query_terms`
+has already reduced to alphanumeric words (nothing of the user's text reaches the query
+syntax unquoted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agents.knowledge.ranking import CorpusStats
+
+# bm25() column weights: title, heading, body. A heading that names the topic is worth
+# more than the same words in a long body.
+SQLITE_WEIGHTS = (4.0, 4.0, 1.0)
+# ts_rank_cd weights for D (body), C, B (heading), A (title).
+POSTGRES_WEIGHTS = "{0.25, 0.4, 1.0, 1.0}"
+
+_SELECT = (
+    "SELECT s.section_id, s.doc_id, s.collection, d.title, d.url, s.heading, s.body, {score}"
+    " AS score FROM {source} JOIN knowledge_sections s ON s.pk = {key}"
+    " JOIN knowledge_documents d ON d.doc_id = s.doc_id"
+)
+
+
+async def add_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Index sections: each row has `pk`, `title`, `heading` and `body`."""
+    if not rows:
+        return
+    if conn.dialect.name == "sqlite":
+        statement = (
+            "INSERT INTO knowledge_fts (rowid, title, heading, body)"
+            " VALUES (:pk, :title, :heading, :body)"
+        )
+    else:
+        statement = (
+            "INSERT INTO knowledge_fts (section_pk, document) VALUES (:pk,"
+            " setweight(to_tsvector('english', :title), 'A')"
+            " || setweight(to_tsvector('english', :heading), 'B')"
+            " || setweight(to_tsvector('english', :body), 'D'))"
+        )
+    await conn.execute(sa.text(statement), list(rows))
+
+
+async def remove_rows(conn: AsyncConnection, pks: Sequence[int]) -> None:
+    """Drop sections from the index (PostgreSQL's rows also go with their section)."""
+    if not pks:
+        return
+    statement = sa.text(
+        "DELETE FROM knowledge_fts WHERE {} IN :pks".format(
+            "rowid" if conn.dialect.name == "sqlite" else "section_pk"
+        )
+    ).bindparams(sa.bindparam("pks", expanding=True))
+    await conn.execute(statement, {"pks": list(pks)})
+
+
+async def field_lengths(conn: AsyncConnection) -> tuple[int, float, float, float]:
+    """The section count and the average title, heading and body lengths (characters)."""
+    totals = (
+        await conn.execute(
+            sa.text(
+                "SELECT count(*), coalesce(avg(length(d.title)), 0),"
+                " coalesce(avg(length(s.heading)), 0), coalesce(avg(length(s.body)), 0)"
+                " FROM knowledge_sections s JOIN knowledge_documents d ON d.doc_id = s.doc_id"
+            )
+        )
+    ).one()
+    return int(totals[0]), float(totals[1]), float(totals[2]), float(totals[3])
+
+
+async def corpus_stats(
+    conn: AsyncConnection, terms: Sequence[str], lengths: tuple[int, float, float, float]
+) -> CorpusStats:
+    """`lengths` (from `field_lengths`) with each term's document frequency."""
+    if conn.dialect.name == "sqlite":
+        count = "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :term"
+        quoted = [f'"{t}"' for t in terms]
+    else:
+        count = "SELECT count(*) FROM knowledge_fts WHERE document @@ to_tsquery('english', :term)"
+        quoted = list(terms)
+    doc_freq = {
+        term: int((await conn.execute(sa.text(count), {"term": q})).scalar_one())
+        for term, q in zip(terms, quoted, strict=True)
+    }
+    sections, avg_title, avg_heading, avg_body = lengths
+    return CorpusStats(sections, doc_freq, avg_title, avg_heading, avg_body)
+
+
+async def candidates(
+    conn: AsyncConnection, terms: Sequence[str], collections: Sequence[str] | None, limit: int
+) -> list[sa.Row[Any]]:
+    """The best `limit` sections for the OR of `terms` (higher `score` is better)."""
+    params: dict[str, Any] = {"limit": limit}
+    if conn.dialect.name == "sqlite":
+        params["query"] = " OR ".join(f'"{t}"' for t in terms)
+        weights = ", ".join(str(w) for w in SQLITE_WEIGHTS)
+        sql = (
+            _SELECT.format(
+                score=f"-bm25(knowledge_fts, {weights})",
+                source="knowledge_fts",
+                key="knowledge_fts.rowid",
+            )
+            + " WHERE knowledge_fts MATCH :query"
+        )
+    else:
+        params["query"] = " | ".join(terms)
+        sql = (
+            _SELECT.format(
+                score=f"ts_rank_cd('{POSTGRES_WEIGHTS}', f.document, q, 1)",
+                source="knowledge_fts f",
+                key="f.section_pk",
+            )
+            + ", to_tsquery('english', :query) q WHERE f.document @@ q"
+        )
+    statement = sa.text(
+        sql
+        + (" AND s.collection IN :collections" if collections else "")
+        + " ORDER BY score DESC LIMIT :limit"
+    )
+    if collections:
+        statement = statement.bindparams(sa.bindparam("collections", expanding=True))
+        params["collections"] = list(collections)
+    return list(await conn.execute(statement, params))

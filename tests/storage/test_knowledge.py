@@ -1,0 +1,110 @@
+"""The knowledge index on a real SQLite file and the embedded PostgreSQL: incremental
+sync by content hash, deleted files leaving the index, collections and ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from agents.knowledge.documents import load_folder
+from storage import Database
+
+
+def _write(root: Path, relative: str, text: str) -> None:
+    file = root / relative
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text, encoding="utf-8")
+
+
+def _sample(root: Path) -> None:
+    _write(
+        root,
+        "billing/refunds.md",
+        "url: https://help.example.com/refunds\n# Refund policy\n\n"
+        "## Duplicate charges\n\nA duplicate charge is refunded in full within 5 days.\n\n"
+        "## Refund window\n\nRefunds are possible within 30 days of the invoice.\n",
+    )
+    _write(
+        root,
+        "tech/errors.md",
+        "# Troubleshooting\n\n## Error 0x80070005\n\nAccess denied: run the installer as "
+        "an administrator.\n\n## HTTP 429\n\nToo many requests: wait a minute and retry.\n",
+    )
+    _write(root, "faq.md", "# Account FAQ\n\n## How do I reset my password?\n\nUse the link.\n")
+
+
+async def test_knowledge_sync_is_incremental_by_content_hash(db: Database, tmp_path: Path) -> None:
+    _sample(tmp_path)
+    first = await db.knowledge.sync(load_folder(tmp_path))
+    assert (first.added, first.updated, first.removed, first.unchanged) == (
+        ["billing/refunds", "faq", "tech/errors"],
+        [],
+        [],
+        [],
+    )
+    again = await db.knowledge.sync(load_folder(tmp_path))
+    assert again.summary() == "0 added, 0 updated, 0 removed, 3 unchanged"
+
+    _write(
+        tmp_path, "tech/errors.md", "# Troubleshooting\n\n## Error 0x80070057\n\nBad parameter.\n"
+    )
+    (tmp_path / "faq.md").unlink()
+    _write(tmp_path, "accounts/signup.md", "# Sign-up\n\n## Verification e-mail\n\nCheck spam.\n")
+    changed = await db.knowledge.sync(load_folder(tmp_path))
+    assert (changed.added, changed.updated, changed.removed, changed.unchanged) == (
+        ["accounts/signup"],
+        ["tech/errors"],
+        ["faq"],
+        ["billing/refunds"],
+    )
+    assert await db.knowledge.search("0x80070005 access denied") == []
+    assert [h.id for h in await db.knowledge.search("0x80070057")] == [
+        "tech/errors#error-0x80070057"
+    ]
+    assert await db.knowledge.search("reset password") == []
+    assert await db.knowledge.collections() == {"accounts": 1, "billing": 1, "tech": 1}
+    async with db.engine.connect() as conn:
+        sections = (await conn.execute(sa.text("SELECT count(*) FROM knowledge_sections"))).scalar()
+        indexed = (await conn.execute(sa.text("SELECT count(*) FROM knowledge_fts"))).scalar()
+    assert sections == indexed == 4
+
+
+async def test_knowledge_search_ranks_and_cites(db: Database, tmp_path: Path) -> None:
+    _sample(tmp_path)
+    await db.knowledge.sync(load_folder(tmp_path))
+    hits = await db.knowledge.search("I was charged twice, can I get a refund of the duplicate?")
+    top = hits[0]
+    assert (top.id, top.title, top.heading, top.url) == (
+        "billing/refunds#duplicate-charges",
+        "Refund policy",
+        "Duplicate charges",
+        "https://help.example.com/refunds",
+    )
+    assert "refunded in full within 5 days" in top.text
+    assert top.source() == {
+        "id": "billing/refunds#duplicate-charges",
+        "title": "Refund policy",
+        "heading": "Duplicate charges",
+        "url": "https://help.example.com/refunds",
+    }
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_knowledge_search_only_in_given_collections(db: Database, tmp_path: Path) -> None:
+    _sample(tmp_path)
+    await db.knowledge.sync(load_folder(tmp_path))
+    query = "refund error password"
+    everywhere = {h.collection for h in await db.knowledge.search(query, limit=10)}
+    assert everywhere == {"billing", "tech", "general"}
+    only = await db.knowledge.search(query, collections=["tech"], limit=10)
+    assert {h.collection for h in only} == {"tech"}
+    assert await db.knowledge.search("refund", collections=["accounts"]) == []
+
+
+async def test_knowledge_search_of_only_stopwords_or_symbols(db: Database, tmp_path: Path) -> None:
+    _sample(tmp_path)
+    await db.knowledge.sync(load_folder(tmp_path))
+    assert await db.knowledge.search('"); DROP TABLE knowledge_fts; --') == []
+    assert await db.knowledge.search("?!") == []
+    assert await db.knowledge.search("refund", limit=0) == []
