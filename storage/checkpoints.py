@@ -43,7 +43,7 @@ MAX_WRITES = 1000
 
 class WalCheckpoints:
     """Checkpoints the WAL of the SQLite file at `url` in the background, after writes;
-    `writer_slot` is the slot this process's writes take (`storage.engine.WriterLock`)."""
+    `writer_slot` is the slot this process's writes take (`storage.writer_lock.WriterLock`)."""
 
     def __init__(
         self,

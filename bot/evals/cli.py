@@ -102,9 +102,9 @@ async def eval_routing(
     (`split_half`), before `limit` is applied."""
     from agents.base_agent import BaseAgent
     from agents.tree import build_support_tree
+    from bot.evals.route_only import RouteOnlyModel
     from bot.evals.routing import (
         RouteMap,
-        RouteOnlyModel,
         case_line,
         evaluate_routing,
         load_cases,

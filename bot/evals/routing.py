@@ -31,12 +31,9 @@ from typing import Literal, cast
 from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.llm.decide_first import Decision, observe_decisions
-from agents.llm.decide_first.choices import NO
 from agents.llm.decide_first.pretend_actions import PretendAction, find_pretend_action
-from agents.llm.decide_first.prompts import CONSULT_TITLE, REVIEW_TITLE
 from agents.llm.routing_examples import NearExample, closest_examples
-from agents.models.base import LlmRequest, LlmResponse, Model
-from agents.models.profile import ModelProfile
+from agents.models.base import Model
 from agents.runner import Runner
 from agents.sessions.service import InMemorySessionService
 from bot.threads.turn import TurnOutcome
@@ -285,38 +282,6 @@ def tree_names(root: BaseAgent) -> tuple[list[str], list[str]]:
     agents = [a.name for a in root.walk()]
     tools = sorted({t.name for a in root.walk() for t in getattr(a, "tools", [])})
     return agents, tools
-
-
-ROUTE_ONLY_REPLY = "(route-only evaluation: the reply is not written)"
-
-
-class RouteOnlyModel:
-    """`model` for a route-only evaluation: every call goes through except the root's own
-    reply once it has decided to answer (a tool-less, schema-less request from the root),
-    which is a placeholder, and the second look at that placeholder (the review and the
-    consult check, see `agents.llm.decide_first.review`), which sends it. Decisions, tool
-    arguments and consulted agents run for real, on `model`'s profile."""
-
-    def __init__(self, model: Model, root: str = "") -> None:
-        self.model = model
-        self.name = model.name
-        self.root = root
-
-    @property
-    def profile(self) -> ModelProfile:
-        """The wrapped model's profile."""
-        return self.model.profile
-
-    async def generate(self, request: LlmRequest) -> LlmResponse:
-        is_reply = not request.tools and request.response_schema is None
-        if request.agent_name == self.root and is_reply:
-            return LlmResponse.from_text(ROUTE_ONLY_REPLY, model=self.name)
-        schema = request.response_schema or {}
-        if request.agent_name == self.root and schema.get("title") == REVIEW_TITLE:
-            return LlmResponse.from_text(json.dumps(self.root), model=self.name)
-        if request.agent_name == self.root and schema.get("title") == CONSULT_TITLE:
-            return LlmResponse.from_text(json.dumps(NO), model=self.name)
-        return await self.model.generate(request)
 
 
 async def evaluate_routing(

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from storage.engine import WriterLock
+from storage.writer_lock import WriterLock
 
 
 async def test_writer_lock_serves_urgent_waiters_first_then_in_order() -> None:
