@@ -59,6 +59,7 @@ from storage.schema import (
     summary_runs,
     summary_windows,
     threads,
+    user_rates,
     user_state,
 )
 
@@ -188,6 +189,7 @@ async def forget_user(conn: AsyncConnection, user_id: str) -> ForgetReport:
             sa.or_(feedback.c.user_id == user_id, feedback.c.session_id.in_(owned_ids))
         ),
         "user_state": sa.delete(user_state).where(user_state.c.user_id == user_id),
+        "user_rates": sa.delete(user_rates).where(user_rates.c.user_id == user_id),
         "dm_conversations": _in_channels(dm_conversations, traces.dm_channels),
         "dm_folded": _in_channels(dm_folded, traces.dm_channels),
         "deliveries": sa.delete(deliveries).where(sa.or_(*traces.delivery_filters))

@@ -131,6 +131,7 @@ async def test_database_forget_user_leaves_no_row_naming_them(db: Database) -> N
         "threads": 1,
         "feedback": 1,
         "user_state": 2,
+        "user_rates": 0,
         "dm_conversations": 0,
         "dm_folded": 0,
         "deliveries": 1,  # the unanswered message's

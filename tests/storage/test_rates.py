@@ -17,3 +17,13 @@ async def test_rates_count_per_window_and_tell_once(db: Database) -> None:
         (2, True, 220.0),
         (3, False, 220.0),
     ]
+
+
+async def test_rates_forget_deletes_the_users_count(db: Database) -> None:
+    await db.rates.take("U1", now=100.0, window=60, limit=2)
+    await db.rates.take("U2", now=100.0, window=60, limit=2)
+    report = await db.forget_user("U1")
+    assert report.counts["user_rates"] == 1
+    # U1 starts afresh; U2's count is untouched.
+    assert (await db.rates.take("U1", now=101.0, window=60, limit=2)).count == 1
+    assert (await db.rates.take("U2", now=101.0, window=60, limit=2)).count == 2
