@@ -38,7 +38,7 @@ from bot.slack.reply_failures import ReplyFailures
 from bot.slack.services import BotServices
 from bot.slack.streaming import SlackStream, open_stream, reply_metadata
 from bot.slack.thread_posts import ThreadPosts, thread_extra
-from bot.slack.timeline import workflow_steps
+from bot.slack.timeline import tree_names, workflow_steps
 from bot.threads.turn import TurnOutcome
 from storage.delivery.inflight import InflightKey, MessageTakenOverError
 from storage.threads import ThreadKey, ThreadRecord
@@ -84,6 +84,7 @@ class ReplyPosting:
             limit=self._limit(),
             interval=settings.stream_append_seconds,
             steps=workflow_steps(self.services.runner.agent),
+            names=tree_names(self.services.runner.agent),
             opened=partial(self._stream_opened, tracked, reply, status),
         )
 

@@ -107,6 +107,7 @@ async def open_stream(
     limit: int,
     interval: float,
     steps: frozenset[str],
+    names: frozenset[str],
     opened: Opened,
 ) -> SlackStream | None:
     """The stream of the reply to `msg`, to be started with its first content; None when
@@ -123,7 +124,9 @@ async def open_stream(
         buffer_size=_CALL_TEXT_CHARS,
         **identity,
     )
-    return SlackStream(helper, limit=limit, interval=interval, steps=steps, opened=opened)
+    return SlackStream(
+        helper, limit=limit, interval=interval, steps=steps, names=names, opened=opened
+    )
 
 
 class SlackStream:
@@ -137,12 +140,13 @@ class SlackStream:
         limit: int,
         interval: float,
         steps: frozenset[str],
+        names: frozenset[str],
         opened: Opened,
     ) -> None:
         self.helper = helper
         self.limit = limit
         self.interval = interval
-        self.timeline = Timeline(steps)
+        self.timeline = Timeline(steps, names)
         self.sent = ""  # the safe Markdown text shown so far
         self.broken = False
         self._opened = opened

@@ -4,7 +4,10 @@ Each transfer ("support_supervisor → billing_agent"), each tool or AgentTool c
 ("billing_agent consulted policy_checker", then its result) and each step of a
 workflow agent (an author taking over without a transfer, "diagnose", "fix_writer")
 becomes a `task_update` chunk for `chat.appendStream`, in the order the events came,
-each naming its agent. Pure: events in, chunk dicts out.
+each naming its agent. A title names only agents and tools the running tree has
+(`tree_names`): a name the model made up shows as a neutral "<agent> is working…", and
+every title is escaped, so nothing the model wrote reaches a title verbatim. Pure:
+events in, chunk dicts out.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.llm.agent import LlmAgent
 from agents.llm.transfer import TRANSFER_TOOL
+from bot.slack.render.mrkdwn import escape
 
 Chunk = dict[str, Any]
 
@@ -34,17 +38,37 @@ def workflow_steps(root: BaseAgent) -> frozenset[str]:
     )
 
 
+@functools.cache
+def tree_names(root: BaseAgent) -> frozenset[str]:
+    """Every agent and tool name in the tree under `root`: the only names a task title
+    may show. A tree is built once, so this is worked out once."""
+    names = {agent.name for agent in root.walk()}
+    for agent in root.walk():
+        if isinstance(agent, LlmAgent):
+            names.update(tool.name for tool in agent.tools)
+    return frozenset(names)
+
+
 def task(task_id: str, title: str, status: str) -> Chunk:
     """One `task_update` chunk; `status` is pending, in_progress, complete or error."""
-    return {"type": "task_update", "id": task_id, "title": title[:_TITLE_CHARS], "status": status}
+    return {
+        "type": "task_update",
+        "id": task_id,
+        "title": escape(title)[:_TITLE_CHARS],
+        "status": status,
+    }
 
 
 class Timeline:
     """Follows an invocation's events and says which tasks to show or update; `steps`
-    are the agents whose turns are workflow steps (`workflow_steps`)."""
+    are the agents whose turns are workflow steps (`workflow_steps`), `names` the agent
+    and tool names a title may show (`tree_names`)."""
 
-    def __init__(self, steps: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, steps: frozenset[str] = frozenset(), names: frozenset[str] = frozenset()
+    ) -> None:
         self._steps = steps
+        self._names = names
         self._author: str | None = None
         self._open: dict[str, str] = {}  # task id -> title, still in progress
         self._count = 0
@@ -62,7 +86,8 @@ class Timeline:
             return chunks
         for call in event.function_calls:
             if call.name != TRANSFER_TOOL:
-                chunks.append(self._start(call.id, f"{event.author} consulted {call.name}"))
+                title = self._titled(event.author, f"consulted {call.name}", call.name)
+                chunks.append(self._start(call.id, title))
         for result in event.function_responses:
             if result.id in self._open:
                 failed = "error" in result.response
@@ -70,13 +95,20 @@ class Timeline:
         target = event.actions.transfer_to_agent
         if target:
             self._count += 1
-            chunks.append(task(f"transfer-{self._count}", f"{event.author} → {target}", "complete"))
+            title = self._titled(event.author, f"→ {target}", target)
+            chunks.append(task(f"transfer-{self._count}", title, "complete"))
         return chunks
 
     def close(self, *, failed: bool = False) -> list[Chunk]:
         """Updates that end every task still in progress, when the invocation ends."""
         status = "error" if failed else "complete"
         return [self._end(task_id, status) for task_id in list(self._open)]
+
+    def _titled(self, author: str, action: str, named: str) -> str:
+        """`author action` when the tree knows both `author` and the `named` agent or
+        tool; otherwise a neutral title that repeats nothing unknown."""
+        who = author if author in self._names else "An agent"
+        return f"{who} {action}" if who == author and named in self._names else f"{who} is working…"
 
     def _start(self, task_id: str, title: str) -> Chunk:
         self._open[task_id] = title

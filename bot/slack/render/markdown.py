@@ -2,36 +2,43 @@
 
 A stream (`chat.appendStream`'s `markdown_text`) can never be taken back, so what the
 model wrote is made safe before any of it is sent: `&`, `<` and `>` are escaped, which
-neutralises every mention and broadcast (`<!channel>`, `<@U123>`), and a link shows its
-real URL when its label names another host (`mrkdwn.honest_label`). Escaping works
-character by character, so a mention split across deltas is escaped all the same; only
-a link must be seen whole, so `MarkdownGate` holds back an unfinished one.
+neutralises every mention and broadcast (`<!channel>`, `<@U123>`), and every link, in
+whatever form it was written (`links.find_links`), is re-written as a plain
+`[label](url)` that shows its real URL when its label names another host
+(`links.honest_label`). A reference link cannot be resolved before its definition has
+been streamed, so it shows as its label, and a definition shows as `ref: url` text: no
+reference syntax ever reaches Slack. Escaping works character by character, so a
+mention split across deltas is escaped all the same; only a link must be seen whole,
+so `MarkdownGate` holds back an unfinished one.
 """
 
 from __future__ import annotations
 
-import re
-
-from bot.slack.render.mrkdwn import escape, honest_label
-
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
-# The tail of the text that may still become a link: `[label`, `[label]`, `[label](url`.
-_OPEN_LINK = re.compile(r"\[[^\]\n]*(?:\](?:\([^)\s]*)?)?\Z")
-# A link's label or URL longer than this is not held back any more.
-_MAX_HELD = 1_000
+from bot.slack.render.links import Link, find_links, honest_label, is_web_url, open_link_start
+from bot.slack.render.mrkdwn import escape
 
 
 def safe_markdown(text: str) -> str:
     """`text` with Slack's control characters escaped and every link honest."""
     out: list[str] = []
     at = 0
-    for match in _LINK.finditer(text):
-        out.append(escape(text[at : match.start()]))
-        url = match.group(2).replace("<", "%3C").replace(">", "%3E")
-        out.append(f"[{escape(honest_label(match.group(1), url))}]({url})")
-        at = match.end()
+    for link in find_links(text):
+        out.append(escape(text[at : link.start]))
+        out.append(_render(link))
+        at = link.end
     out.append(escape(text[at:]))
     return "".join(out)
+
+
+def _render(link: Link) -> str:
+    label = " ".join((link.label or "").split())
+    if link.definition:
+        return escape(f"{label}: {link.url}")
+    if link.url is None:
+        return escape(label)
+    url = link.url.replace("<", "%3C").replace(">", "%3E").replace("(", "%28").replace(")", "%29")
+    shown = honest_label(label, url) if label else url
+    return f"[{escape(shown)}]({url})" if is_web_url(url) else escape(shown)
 
 
 class MarkdownGate:
@@ -44,8 +51,8 @@ class MarkdownGate:
     def feed(self, delta: str) -> str:
         """The safe Markdown that `delta` releases (possibly empty)."""
         text = self._held + delta
-        start = text.rfind("[")
-        if start >= 0 and len(text) - start <= _MAX_HELD and _OPEN_LINK.match(text, start):
+        start = open_link_start(text)
+        if start is not None:
             self._held = text[start:]
             return safe_markdown(text[:start])
         self._held = ""

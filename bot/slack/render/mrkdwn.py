@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+
+from bot.slack.render.links import Link, definitions, find_links, honest_label, is_web_url
 
 _CODE_SPLIT = re.compile(r"(```.*?```|`[^`\n]+`)", re.DOTALL)
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
 _STRIKE = re.compile(r"~~(.+?)~~")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$", re.MULTILINE)
 _BULLET = re.compile(r"^(\s*)[*-]\s+", re.MULTILINE)
 _PLACEHOLDER = "\x00{}\x00"
-# Something a reader takes for a host name: dotted labels ending in a letter TLD.
-_HOSTLIKE = re.compile(
-    r"(?<![\w@-])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})(?![\w-])", re.I
-)
 # Escaped entities and Slack's `<...>` markup, which a split must never cut through.
 _ATOM = re.compile(r"&[a-z]+;|<[^<>\n]{1,1000}>")
 
@@ -37,44 +33,49 @@ def markdown_to_mrkdwn(text: str) -> str:
     http(s) URLs, so the model can never produce a mention or a broadcast.
     """
     pieces = _CODE_SPLIT.split(text)
+    refs = definitions([link for piece in pieces[::2] for link in find_links(piece)])
     out: list[str] = []
     for i, piece in enumerate(pieces):
         if i % 2 == 1:
             out.append(escape(piece))
         else:
-            out.append(_convert_prose(piece))
+            out.append(_convert_prose(piece, refs))
     return "".join(out)
 
 
-def _convert_prose(text: str) -> str:
+def _convert_prose(text: str, refs: dict[str, str]) -> str:
     links: list[str] = []
-
-    def keep_link(match: re.Match[str]) -> str:
-        url = match.group(2).replace("|", "%7C").replace("<", "%3C").replace(">", "%3E")
-        label = escape(honest_label(match.group(1), url)).replace("|", "/")
-        links.append(f"<{url}|{label}>")
-        return _PLACEHOLDER.format(len(links) - 1)
-
-    text = _LINK.sub(keep_link, text)
-    text = escape(text)
+    kept: list[str] = []
+    at = 0
+    for link in find_links(text):
+        kept.append(text[at : link.start])
+        links.append(_render_link(link, refs))
+        kept.append(_PLACEHOLDER.format(len(links) - 1))
+        at = link.end
+    kept.append(text[at:])
+    text = escape("".join(kept))
     text = _HEADING.sub(lambda m: f"*{m.group(1)}*", text)
     text = _BOLD.sub(lambda m: f"*{m.group(1) or m.group(2)}*", text)
     text = _STRIKE.sub(lambda m: f"~{m.group(1)}~", text)
     text = _BULLET.sub(lambda m: f"{m.group(1)}• ", text)
-    for index, link in enumerate(links):
-        text = text.replace(_PLACEHOLDER.format(index), link)
+    for index, shown in enumerate(links):
+        text = text.replace(_PLACEHOLDER.format(index), shown)
     return text
 
 
-def honest_label(label: str, url: str) -> str:
-    """`label`, unless it names a host other than `url`'s: then the real URL is shown, so a
-    link can never read as one site while leading to another."""
-    host = (urlsplit(url).hostname or "").casefold()
-    for named in _HOSTLIKE.findall(label):
-        named = named.casefold().rstrip(".")
-        if named != host and not host.endswith("." + named):
-            return url
-    return label
+def _render_link(link: Link, refs: dict[str, str]) -> str:
+    """One link as mrkdwn: `<url|label>` for a web URL (its label honest), else text;
+    a reference definition stays visible as `ref: url` text."""
+    label = " ".join((link.label or "").split())
+    if link.definition:
+        return escape(f"{label}: {link.url}")
+    url = link.url if link.ref is None else refs.get(link.ref)
+    if url is None or not is_web_url(url):
+        return escape(label)
+    url = url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E")
+    if not label:
+        return f"<{url}>"
+    return f"<{url}|{escape(honest_label(label, url)).replace('|', '/')}>"
 
 
 def split_message(text: str, limit: int) -> list[str]:

@@ -70,7 +70,15 @@ async def streamed(
 
     # A long append interval: after its first flush, text goes out with tasks or the stop.
     stream = await open_stream(
-        client, KEY, MSG, identity={}, limit=3000, interval=600, steps=frozenset(), opened=record
+        client,
+        KEY,
+        MSG,
+        identity={},
+        limit=3000,
+        interval=600,
+        steps=frozenset(),
+        names=frozenset({"support_supervisor", "billing_agent", "policy_checker"}),
+        opened=record,
     )
     assert stream is not None
     return stream, client
