@@ -13,21 +13,14 @@ example, if any, pulled the message its way or would have needed a neighbour.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from agents.words import STOPWORDS, key, words
+
 if TYPE_CHECKING:
     from agents.base_agent import BaseAgent
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a an and are am be been but by can could do does did for from get got have has had "
-    "how i i'm im if in into is it its it's just me my of on or our please so that the "
-    "their them there this to up us was we what when where which who why will with would "
-    "you your yours hi hello hey".split()
-)
 
 
 class Routable(Protocol):
@@ -51,16 +44,9 @@ def described(agent: Routable) -> str:
 
 
 def content_words(text: str) -> frozenset[str]:
-    """The words of `text` that carry its topic: lowercased, without common function
-    words, and with a plural or -ing/-ed ending cut, so "updates" meets "updating"."""
-    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP)
-
-
-def _stem(word: str) -> str:
-    for ending in ("ing", "ed", "es", "s"):
-        if len(word) > len(ending) + 2 and word.endswith(ending):
-            return word[: -len(ending)]
-    return word
+    """The words of `text` that carry its topic, compared as knowledge search compares
+    them (`agents.words`), so "updates" meets "updating"."""
+    return frozenset(key(w) for w in words(text) if w not in STOPWORDS)
 
 
 def similarity(message: str, example: str) -> float:

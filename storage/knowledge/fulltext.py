@@ -3,7 +3,7 @@
 SQLite: an FTS5 table whose rowid is the section's `pk`, ranked by `bm25()` with the
 title and heading columns weighted above the body. PostgreSQL: one weighted `tsvector`
 per section (title A, heading B, body D) under a GIN index, ranked by `ts_rank_cd`.
-Queries are the OR of the given terms, which `agents.knowledge.ranking.query_terms`
+Queries are the OR of the given terms, which `agents.words.query_terms`
 has already reduced to alphanumeric words (nothing of the user's text reaches the query
 syntax unquoted).
 """

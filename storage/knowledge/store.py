@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.knowledge.documents import Document
-from agents.knowledge.ranking import CANDIDATES, CorpusStats, query_terms, rerank
+from agents.knowledge.ranking import CANDIDATES, CorpusStats, rerank
 from agents.knowledge.search import KnowledgeHit
+from agents.words import query_terms
 from storage.engine import SqlGate
 from storage.knowledge import fulltext
 from storage.schema import knowledge_documents, knowledge_sections
