@@ -14,6 +14,12 @@ connection from the moment it is accepted:
   whose last request succeeded (Slack's) may idle for `keepalive_timeout` instead: a
   client that keeps connections longer than the server would otherwise lose requests
   sent on one the server had just closed.
+- At most `max_per_peer` are held from one peer (an IPv4 address, or an IPv6 /64, which
+  one host can fill with addresses). One more from that peer is refused, closed at
+  once, and nothing is evicted for it: a client flooding the port from its own address
+  churns only its own connections, so Slack's, from other addresses, are never closed
+  to make room for it. A per-peer cap at or above `max_connections` leaves only that cap
+  (every connection from one proxy, say).
 - At most `max_connections` are held. One more arriving closes a connection without a
   request in hand: first those still sending their request's headers, then those whose
   headers are in, then those whose last request succeeded (Slack's keep-alive
@@ -21,7 +27,9 @@ connection from the moment it is accepted:
   quiet longest. So a flood of new connections closes its own kind before a request
   that has arrived but waits for a busy event loop to read it. When every connection is
   serving a request, the newcomer is closed instead. Requests being served are never
-  cut.
+  cut. With the per-peer cap this takes several flooding addresses; many of them, or one
+  address shared with Slack's (a proxy's, say), are a reverse proxy's job
+  (docs/http-mode.md).
 
 A request counts as in hand once `middleware` has read its body (bounded by the app's
 `client_max_size`), so a body trickled in byte by byte is still on the clock.
@@ -30,7 +38,9 @@ A request counts as in hand once `middleware` has read its body (bounded by the 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -44,7 +54,7 @@ log = logging.getLogger(__name__)
 REGISTRY.describe(
     "support_bot_http_connections_closed_total",
     "counter",
-    "Web server connections the guard closed, by reason (timeout, evicted, refused)",
+    "Web server connections the guard closed, by reason (timeout, evicted, refused, peer_cap)",
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -53,6 +63,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 @dataclass
 class _Connection:
     transport: asyncio.Transport
+    peer: str
     busy: bool = False
     proven: bool = False  # its last response was a success
     headed: bool = False  # the end of its current request's headers has arrived
@@ -64,14 +75,21 @@ class ConnectionGuard:
     """Caps and times the connections of the listeners it serves (see the module)."""
 
     def __init__(
-        self, *, max_connections: int, request_timeout: float, keepalive_timeout: float
+        self,
+        *,
+        max_connections: int,
+        max_per_peer: int,
+        request_timeout: float,
+        keepalive_timeout: float,
     ) -> None:
-        if max_connections < 1 or request_timeout <= 0 or keepalive_timeout <= 0:
-            raise ValueError("max_connections must be >= 1, and the timeouts > 0")
+        if min(max_connections, max_per_peer) < 1 or min(request_timeout, keepalive_timeout) <= 0:
+            raise ValueError("max_connections and max_per_peer must be >= 1, the timeouts > 0")
         self.max_connections = max_connections
+        self.max_per_peer = max_per_peer
         self.request_timeout = request_timeout
         self.keepalive_timeout = keepalive_timeout
         self._open: dict[asyncio.BaseTransport, _Connection] = {}
+        self._per_peer: Counter[str] = Counter()
         # The connections without a request in hand, by tier (`_tier`: the order they
         # are closed in for room); insertion order is the order of their last activity
         # (opened, answered, bytes received), so each tier's first has been quiet longest.
@@ -113,7 +131,14 @@ class ConnectionGuard:
 
     def admit(self, transport: asyncio.Transport) -> bool:
         """Hold `transport`, closing the longest-waiting connection when at the cap;
-        False when every held connection is serving a request (close the newcomer)."""
+        False (close the newcomer) when its peer holds `max_per_peer` already, or every
+        held connection is serving a request."""
+        peer = peer_of(transport.get_extra_info("peername"))
+        # Refused, not evicted for: a peer's flood must not churn anyone else's
+        # connections. (A per-peer cap at or above the total never applies.)
+        if self.max_per_peer <= self._per_peer[peer] < self.max_connections:
+            _closed("peer_cap")
+            return False
         if len(self._open) >= self.max_connections:
             idle = next((c for tier in self._quiet for c in tier.values()), None)
             if idle is None:
@@ -122,8 +147,9 @@ class ConnectionGuard:
             _closed("evicted")
             self._drop(idle)
             idle.transport.close()
-        connection = _Connection(transport)
+        connection = _Connection(transport, peer)
         self._open[transport] = connection
+        self._per_peer[peer] += 1
         self._waiting(connection)
         return True
 
@@ -176,12 +202,31 @@ class ConnectionGuard:
         if connection.timer is not None:
             connection.timer.cancel()
             connection.timer = None
-        self._open.pop(connection.transport, None)
+        if self._open.pop(connection.transport, None) is not None:
+            self._per_peer[connection.peer] -= 1
+            if not self._per_peer[connection.peer]:
+                del self._per_peer[connection.peer]
         self._unqueue(connection)
 
     def _unqueue(self, connection: _Connection) -> None:
         for queue in self._quiet:
             queue.pop(connection.transport, None)
+
+
+def peer_of(peername: object) -> str:
+    """The peer a connection counts against: its IPv4 address (an IPv4-mapped IPv6 one
+    too), or its IPv6 address's /64; "" when the transport has no IP peer."""
+    if not isinstance(peername, tuple) or not peername:
+        return ""
+    try:
+        address = ipaddress.ip_address(str(peername[0]).split("%", 1)[0])
+    except ValueError:
+        return ""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def _tier(connection: _Connection) -> int:

@@ -1,12 +1,14 @@
 """The HTTP front as `support-bot serve` runs it (`bot.slack.server.start_web`) under
 hostile clients: junk does not hold up Slack's signed events, connections that never
-deliver a request are closed, the connection cap drops the longest-waiting one, and
-health and metrics answer only this host."""
+deliver a request are closed, one address's flood is refused past its share while
+Slack's events from another address are acked, the connection cap drops the
+longest-waiting one, and health and metrics answer only this host."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,7 +20,7 @@ from agents.models.scripted import ScriptedModel
 from bot.slack.app import build_bolt_app, build_web_app
 from bot.slack.server import WebFront, start_web
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import BotHarness, dm
+from tests.e2e.harness import TEAM, BotHarness, dm, sign
 from tests.e2e.replies import wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
@@ -51,8 +53,10 @@ async def serve(start_bot: StartBot) -> AsyncIterator[Serve]:
         await front.stop()
 
 
-async def _raw(port: int, data: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def _raw(
+    port: int, data: bytes, source: str = "127.0.0.1"
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
     writer.write(data)
     await writer.drain()
     return reader, writer
@@ -132,11 +136,75 @@ async def test_front_closes_connections_that_never_deliver_a_request(
     assert answer["text"] == "support_supervisor: still here"
 
 
+async def test_front_refuses_one_addresss_flood_past_its_share_and_acks_slack_from_another(
+    slack: FakeSlackApi, serve: Serve
+) -> None:
+    """A client at 127.0.0.2 opens three times its share of half-sent requests; the ones
+    past its share are refused and none of its held ones (nor anything else) is evicted,
+    so Slack's signed events from 127.0.0.1 are acked and answered, on fresh connections
+    each, while the flood is held. Once the flood lets go, the address may connect again."""
+    model = ScriptedModel(["first", "second"])
+    share = 4
+    bot, front = await serve(
+        model,
+        http_max_connections=3 * share,
+        http_max_connections_per_peer=share,
+        http_request_timeout_seconds=60,
+    )
+    refused, evicted = closed_total("peer_cap"), closed_total("evicted")
+    half_sent = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: 99\r\n\r\n{"
+    flood = [await _raw(front.port, half_sent, "127.0.0.2") for _ in range(3 * share)]
+    turned_away = [await _closed_by_server(reader) for reader, _ in flood[share:]]
+    assert turned_away == [True] * (2 * share)
+    assert closed_total("peer_cap") - refused == 2 * share
+    assert front.guard.open_connections == share
+    acks = []
+    slack_like = aiohttp.TCPConnector(local_addr=("127.0.0.1", 0), force_close=True)
+    async with aiohttp.ClientSession(connector=slack_like) as fresh:
+        for n, text in enumerate(("one", "two")):
+            body = json.dumps(
+                {
+                    "type": "event_callback",
+                    "team_id": TEAM,
+                    "api_app_id": "A1",
+                    "event_id": f"EvFlood{n}",
+                    "event_time": int(time.time()),
+                    "event": dm(text, ts=f"170000050{n}.000100"),
+                }
+            )
+            headers = {"Content-Type": "application/json", **sign(body)}
+            async with fresh.post(f"{bot.url}/slack/events", data=body, headers=headers) as r:
+                acks.append(r.status)
+    assert acks == [200, 200]
+    assert closed_total("evicted") == evicted
+    assert closed_total("peer_cap") - refused == 2 * share
+    answers = await wait_answers(slack, 2)
+    assert sorted(a["text"] for a in answers) == [
+        "support_supervisor: first",
+        "support_supervisor: second",
+    ]
+    for _, writer in flood:
+        writer.close()
+    for _ in range(1000):
+        if front.guard.open_connections <= 1:  # the harness's keep-alive, at most
+            break
+        await asyncio.sleep(0.01)
+    again = await _raw(front.port, half_sent, "127.0.0.2")
+    assert front.guard.open_connections <= 2
+    assert closed_total("peer_cap") - refused == 2 * share
+    again[1].close()
+
+
 async def test_front_cap_drops_the_longest_waiting_half_sent_connection_not_slacks(
     slack: FakeSlackApi, serve: Serve
 ) -> None:
     model = ScriptedModel(["first", "second"])
-    bot, front = await serve(model, http_max_connections=4, http_request_timeout_seconds=60)
+    bot, front = await serve(
+        model,
+        http_max_connections=4,
+        http_max_connections_per_peer=4,  # no per-peer cap: every connection is 127.0.0.1's
+        http_request_timeout_seconds=60,
+    )
     before = closed_total("evicted")
     # The oldest has sent its headers (its body is still to come); the others have not.
     headed = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: 99\r\n\r\n{"
