@@ -11,6 +11,10 @@ names an event id, which is only unique within one session, so the event must al
 been posted no later than the message the button is on. After a hand-off re-maps the
 thread to a new session, an old button's event id names a later event there, and the
 lookup follows the hand-off back to the session the reply is in.
+
+A thread's counts (`for_thread`, for its digest) take in every session the thread has
+been mapped to: a hand-off re-maps the thread, and its next digest is the thread's one
+lead-channel message, so a mark on a reply from before the hand-off must show there.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agents.handoff import HANDOFF_AUTHOR, HANDOFF_SOURCE
 from storage.engine import SqlGate
 from storage.schema import events, feedback, sessions
+from storage.threads import ThreadKey
 
 # How many hand-offs back a click's reply is looked for (each is two key lookups).
 MAX_HANDOFF_HOPS = 8
@@ -61,7 +66,7 @@ class FeedbackClick:
 
 
 class FeedbackStore:
-    """Stores feedback clicks once per person and reply, and counts a session's
+    """Stores feedback clicks once per person and reply, and counts a thread's
     (totals per agent are `storage.stats`'s)."""
 
     def __init__(self, gate: SqlGate) -> None:
@@ -98,18 +103,29 @@ class FeedbackStore:
 
         return await self._gate.write(tx)
 
-    async def for_session(self, session_id: str) -> dict[tuple[str, str], int]:
-        """How many replies of the session people marked, per (marker, value)."""
+    async def for_thread(self, key: ThreadKey) -> dict[tuple[str, str], int]:
+        """How many of the thread's replies, in any session it was mapped to, people
+        marked, per (marker, value)."""
 
         async def tx(conn: AsyncConnection) -> dict[tuple[str, str], int]:
-            query = (
+            # A reply is its (session, event): event ids repeat across sessions.
+            marked = (
                 sa.select(
                     feedback.c.marker,
                     feedback.c.value,
-                    sa.func.count(sa.distinct(feedback.c.event_id)),
+                    feedback.c.session_id,
+                    feedback.c.event_id,
                 )
-                .where(feedback.c.session_id == session_id)
-                .group_by(feedback.c.marker, feedback.c.value)
+                .where(
+                    feedback.c.team_id == key.team_id,
+                    feedback.c.channel_id == key.channel_id,
+                    feedback.c.thread_ts == key.thread_ts,
+                )
+                .distinct()
+                .subquery()
+            )
+            query = sa.select(marked.c.marker, marked.c.value, sa.func.count()).group_by(
+                marked.c.marker, marked.c.value
             )
             return {
                 (marker, value): int(n)

@@ -7,6 +7,7 @@ import dataclasses
 
 from storage import Database
 from storage.feedback import FeedbackClick
+from storage.threads import ThreadKey
 
 CLICK = FeedbackClick(
     team_id="T1",
@@ -19,6 +20,7 @@ CLICK = FeedbackClick(
     value="negative",
     marker="customer",
 )
+THREAD = ThreadKey(team_id="T1", channel_id="D1", thread_ts="1700000000.000100")
 
 
 async def test_feedback_racing_copies_of_one_click_store_it_once(db: Database) -> None:
@@ -30,7 +32,7 @@ async def test_feedback_racing_copies_of_one_click_store_it_once(db: Database) -
     finally:
         await other.close()
     assert sorted(done) == ["duplicate"] * 9 + ["new"]
-    assert await db.feedback.for_session("s1") == {("customer", "negative"): 1}
+    assert await db.feedback.for_thread(THREAD) == {("customer", "negative"): 1}
 
 
 async def test_feedback_changed_mind_replaces_and_people_count_per_reply(db: Database) -> None:
@@ -38,11 +40,11 @@ async def test_feedback_changed_mind_replaces_and_people_count_per_reply(db: Dat
     positive = dataclasses.replace(CLICK, value="positive")
     assert await db.feedback.record(positive, now=2.0) == "changed"
     assert await db.feedback.record(positive, now=3.0) == "duplicate"
-    assert await db.feedback.for_session("s1") == {("customer", "positive"): 1}
+    assert await db.feedback.for_thread(THREAD) == {("customer", "positive"): 1}
     # Another person on the same reply, and the first person on another reply.
     await db.feedback.record(dataclasses.replace(CLICK, user_id="U2", marker="staff"), now=4.0)
     await db.feedback.record(dataclasses.replace(CLICK, event_id="e5"), now=5.0)
-    assert await db.feedback.for_session("s1") == {
+    assert await db.feedback.for_thread(THREAD) == {
         ("customer", "positive"): 1,
         ("customer", "negative"): 1,
         ("staff", "negative"): 1,
@@ -50,4 +52,23 @@ async def test_feedback_changed_mind_replaces_and_people_count_per_reply(db: Dat
     assert (await db.stats.collect()).feedback == {
         ("billing_agent", "positive"): 1,
         ("billing_agent", "negative"): 2,
+    }
+
+
+async def test_feedback_thread_counts_replies_of_every_session_it_was_mapped_to(
+    db: Database,
+) -> None:
+    """A hand-off re-maps the thread to a new session whose event ids start again: e3 of
+    the old session and e3 of the new one are two replies; another thread's stay out."""
+    await db.feedback.record(CLICK, now=1.0)
+    await db.feedback.record(dataclasses.replace(CLICK, session_id="s2"), now=2.0)
+    await db.feedback.record(
+        dataclasses.replace(CLICK, session_id="s2", user_id="U2", marker="staff"), now=3.0
+    )
+    await db.feedback.record(
+        dataclasses.replace(CLICK, thread_ts="1700000099.000100", session_id="s9"), now=4.0
+    )
+    assert await db.feedback.for_thread(THREAD) == {
+        ("customer", "negative"): 2,
+        ("staff", "negative"): 1,
     }
