@@ -15,7 +15,10 @@ while RATE signed DM events a second arrive, each from its own person. The abuse
 connect from 127.0.0.2 and Slack's events from 127.0.0.1, as an attacker and Slack come
 from different hosts; `--shared-address` sends them all from 127.0.0.1, as when every
 connection comes through one proxy or one host's Slack and attacker share an address.
-It prints the
+The abusers run in a process of their own, as an attacker's clients run on
+machines of their own: sharing this process's event loop with the signed sender and the
+fake Web API, their reconnect loops would delay the sender and the bot's Web API calls, and
+the figures would time the bench, not the bot. It prints the
 signed events' ack p50/p99 (target p99 < 3000 ms), how many were never acked or never
 answered (lost, must be 0), what the abusers got done, and the bot's own count of the
 connections it closed (`support_bot_http_connections_closed_total`).
@@ -61,7 +64,7 @@ SLOW_REQUESTS = (
 
 @dataclass
 class Abuse:
-    """What the abusers got done."""
+    """What the abusers got done (carried from their process as JSON)."""
 
     junk_answers: Counter[int] = field(default_factory=Counter)
     junk_errors: int = 0
@@ -113,6 +116,58 @@ async def holder(
             writer.close()
 
 
+async def abuse_for(args: argparse.Namespace) -> Abuse:
+    """Run the junk, slow and idle clients against `args.url` for `args.seconds`."""
+    abuse = Abuse()
+    until = time.monotonic() + args.seconds
+    port = int(args.url.split(":")[-1].split("/")[0])
+    source = "127.0.0.1" if args.shared_address else "127.0.0.2"
+    abusers = [
+        asyncio.create_task(junk_client(args.url, source, until, abuse)) for _ in range(args.junk)
+    ]
+    abusers += [
+        asyncio.create_task(holder("slow", port, source, SLOW_REQUESTS[n % 2], until, abuse))
+        for n in range(args.slow)
+    ]
+    abusers += [
+        asyncio.create_task(holder("idle", port, source, b"", until, abuse))
+        for _ in range(args.idle)
+    ]
+    print("started", flush=True)
+    await asyncio.gather(*abusers)
+    return abuse
+
+
+def abuse_main(args: argparse.Namespace) -> None:
+    """The abusers' process (`--abuse-only URL`): "started", then what they got done."""
+    abuse = asyncio.run(abuse_for(args))
+    fields = {
+        name: dict(value) for name, value in vars(abuse).items() if isinstance(value, Counter)
+    }
+    print(json.dumps({**fields, "junk_errors": abuse.junk_errors}), flush=True)
+
+
+async def start_abusers(args: argparse.Namespace, url: str) -> asyncio.subprocess.Process:
+    """The abusers' process, once its clients have started."""
+    command = [sys.executable, __file__, "--abuse-only", url, "--seconds", str(args.seconds)]
+    command += ["--junk", str(args.junk), "--slow", str(args.slow), "--idle", str(args.idle)]
+    command += ["--shared-address"] if args.shared_address else []
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    if (await process.stdout.readline()).strip() != b"started":
+        raise RuntimeError("the abusers' process did not start")
+    return process
+
+
+async def abusers_done(process: asyncio.subprocess.Process) -> Abuse:
+    """What the abusers' process reports when it ends."""
+    out, _ = await process.communicate()
+    data = json.loads(out.decode().strip().splitlines()[-1])
+    junk_errors = data.pop("junk_errors")
+    data["junk_answers"] = {int(status): n for status, n in data["junk_answers"].items()}
+    return Abuse(**{name: Counter(value) for name, value in data.items()}, junk_errors=junk_errors)
+
+
 @contextlib.contextmanager
 def fd_limit(limit: int | None) -> Iterator[None]:
     """This process's file-descriptor limit lowered to `limit` (for a child started in
@@ -156,20 +211,8 @@ async def run(args: argparse.Namespace) -> None:
             process, url = await start_app("bot", env)
         cleanup.push_async_callback(stop, process)
         port = int(url.split(":")[-1].split("/")[0])
-        abuse = Abuse()
+        abusers = await start_abusers(args, url)
         until = time.monotonic() + args.seconds
-        source = "127.0.0.1" if args.shared_address else "127.0.0.2"
-        abusers = [
-            asyncio.create_task(junk_client(url, source, until, abuse)) for _ in range(args.junk)
-        ]
-        abusers += [
-            asyncio.create_task(holder("slow", port, source, SLOW_REQUESTS[n % 2], until, abuse))
-            for n in range(args.slow)
-        ]
-        abusers += [
-            asyncio.create_task(holder("idle", port, source, b"", until, abuse))
-            for _ in range(args.idle)
-        ]
         await asyncio.sleep(min(2.0, args.seconds / 4))  # the abuse is under way first
 
         acks: list[float] = []
@@ -227,7 +270,7 @@ async def run(args: argparse.Namespace) -> None:
             n += 1
             await asyncio.sleep(max(0.0, t0 + n / args.rate - time.monotonic()))
         await asyncio.gather(*senders)
-        await asyncio.gather(*abusers)
+        abuse = await abusers_done(abusers)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             answered = {reply_of(call, slack)[1] for call in slack.calls}
@@ -277,7 +320,13 @@ def main() -> None:
         action="store_true",
         help="abusers connect from Slack's address (127.0.0.1), not 127.0.0.2",
     )
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--abuse-only", metavar="URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.abuse_only:
+        args.url = args.abuse_only
+        abuse_main(args)
+    else:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":
