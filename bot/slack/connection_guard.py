@@ -15,11 +15,13 @@ connection from the moment it is accepted:
   client that keeps connections longer than the server would otherwise lose requests
   sent on one the server had just closed.
 - At most `max_per_peer` are held from one peer (an IPv4 address, or an IPv6 /64, which
-  one host can fill with addresses). One more from that peer is refused, closed at
-  once, and nothing is evicted for it: a client flooding the port from its own address
-  churns only its own connections, so Slack's, from other addresses, are never closed
-  to make room for it. A per-peer cap at or above `max_connections` leaves only that cap
-  (every connection from one proxy, say).
+  one host can fill with addresses). One more from that peer closes that peer's own
+  connection without a request in hand (the one still sending headers, then one whose
+  headers are in; the one quiet longest), or is refused when it has none: never anyone
+  else's. A client flooding the port from its own address churns only its own
+  connections, so Slack's, from other addresses, are never closed to make room for it,
+  however fast the flood reconnects. A per-peer cap at or above `max_connections` leaves
+  only that cap (every connection from one proxy, say).
 - At most `max_connections` are held. One more arriving closes a connection without a
   request in hand: first those still sending their request's headers, then those whose
   headers are in, then those whose last request succeeded (Slack's keep-alive
@@ -54,7 +56,9 @@ log = logging.getLogger(__name__)
 REGISTRY.describe(
     "support_bot_http_connections_closed_total",
     "counter",
-    "Web server connections the guard closed, by reason (timeout, evicted, refused, peer_cap)",
+    "Web server connections the guard closed, by reason: timeout, evicted (for a newcomer), "
+    "refused (a newcomer, every connection busy), peer_cap (a newcomer whose address is at "
+    "its share with none of its own to close)",
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -94,6 +98,8 @@ class ConnectionGuard:
         # are closed in for room); insertion order is the order of their last activity
         # (opened, answered, bytes received), so each tier's first has been quiet longest.
         self._quiet: tuple[dict[asyncio.BaseTransport, _Connection], ...] = ({}, {}, {})
+        # The same, per peer, for tiers 0 and 1 (those a peer's newcomer may close).
+        self._quiet_of: dict[str, tuple[dict[asyncio.BaseTransport, _Connection], ...]] = {}
 
     @property
     def open_connections(self) -> int:
@@ -130,27 +136,33 @@ class ConnectionGuard:
                 self._waiting(connection)
 
     def admit(self, transport: asyncio.Transport) -> bool:
-        """Hold `transport`, closing the longest-waiting connection when at the cap;
-        False (close the newcomer) when its peer holds `max_per_peer` already, or every
-        held connection is serving a request."""
+        """Hold `transport`, closing a longest-waiting connection when its peer or the
+        whole process is at its cap (see the module); False (close the newcomer) when
+        there is none to close."""
         peer = peer_of(transport.get_extra_info("peername"))
-        # Refused, not evicted for: a peer's flood must not churn anyone else's
+        # A peer at its cap closes only its own: its flood must not churn anyone else's
         # connections. (A per-peer cap at or above the total never applies.)
         if self.max_per_peer <= self._per_peer[peer] < self.max_connections:
-            _closed("peer_cap")
-            return False
-        if len(self._open) >= self.max_connections:
-            idle = next((c for tier in self._quiet for c in tier.values()), None)
-            if idle is None:
-                _closed("refused")
+            queues = self._quiet_of.get(peer, ())
+            if not self._evict(next((c for q in queues for c in q.values()), None), "peer_cap"):
                 return False
-            _closed("evicted")
-            self._drop(idle)
-            idle.transport.close()
+        elif len(self._open) >= self.max_connections:
+            if not self._evict(next((c for q in self._quiet for c in q.values()), None)):
+                return False
         connection = _Connection(transport, peer)
         self._open[transport] = connection
         self._per_peer[peer] += 1
         self._waiting(connection)
+        return True
+
+    def _evict(self, idle: _Connection | None, refusal: str = "refused") -> bool:
+        """Close `idle` to make room; False (counted as `refusal`) when there is none."""
+        if idle is None:
+            _closed(refusal)
+            return False
+        _closed("evicted")
+        self._drop(idle)
+        idle.transport.close()
         return True
 
     def release(self, transport: asyncio.BaseTransport) -> None:
@@ -170,7 +182,7 @@ class ConnectionGuard:
             connection.headed = b"\r\n\r\n" in connection.tail + data
             connection.tail = data[-3:]
         self._unqueue(connection)
-        self._quiet[_tier(connection)][transport] = connection
+        self._enqueue(connection)
 
     def _busy(self, connection: _Connection) -> None:
         connection.busy = True
@@ -185,7 +197,7 @@ class ConnectionGuard:
             connection.timer.cancel()
         connection.headed, connection.tail = False, b""
         self._unqueue(connection)
-        self._quiet[_tier(connection)][connection.transport] = connection
+        self._enqueue(connection)
         loop = asyncio.get_running_loop()
         timeout = self.keepalive_timeout if connection.proven else self.request_timeout
         connection.timer = loop.call_later(timeout, self._expire, connection)
@@ -208,9 +220,24 @@ class ConnectionGuard:
                 del self._per_peer[connection.peer]
         self._unqueue(connection)
 
+    def _enqueue(self, connection: _Connection) -> None:
+        """Put `connection` last (quiet shortest) in its tier, its peer's too."""
+        tier = _tier(connection)
+        self._quiet[tier][connection.transport] = connection
+        if tier < 2:
+            self._quiet_of.setdefault(connection.peer, ({}, {}))[tier][connection.transport] = (
+                connection
+            )
+
     def _unqueue(self, connection: _Connection) -> None:
         for queue in self._quiet:
             queue.pop(connection.transport, None)
+        own = self._quiet_of.get(connection.peer)
+        if own is not None:
+            for queue in own:
+                queue.pop(connection.transport, None)
+            if not any(own):
+                del self._quiet_of[connection.peer]
 
 
 def peer_of(peername: object) -> str:
