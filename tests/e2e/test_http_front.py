@@ -136,6 +136,21 @@ async def test_front_closes_connections_that_never_deliver_a_request(
     assert answer["text"] == "support_supervisor: still here"
 
 
+def _signed_dm(user: str) -> tuple[str, dict[str, str]]:
+    """A signed DM event from `user` in a DM of their own: its body and headers."""
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": TEAM,
+            "api_app_id": "A1",
+            "event_id": f"Ev{user}",
+            "event_time": int(time.time()),
+            "event": dm("hello", ts="1700000500.000100", user=user, channel=f"D{user}"),
+        }
+    )
+    return body, {"Content-Type": "application/json", **sign(body)}
+
+
 async def _signed_dms(url: str, source: str, users: list[str]) -> list[int]:
     """A signed DM event from each of `users`, sent from `source`, each on a connection of
     its own."""
@@ -143,17 +158,7 @@ async def _signed_dms(url: str, source: str, users: list[str]) -> list[int]:
     connector = aiohttp.TCPConnector(local_addr=(source, 0), force_close=True)
     async with aiohttp.ClientSession(connector=connector) as http:
         for user in users:
-            body = json.dumps(
-                {
-                    "type": "event_callback",
-                    "team_id": TEAM,
-                    "api_app_id": "A1",
-                    "event_id": f"Ev{user}",
-                    "event_time": int(time.time()),
-                    "event": dm("hello", ts="1700000500.000100", user=user, channel=f"D{user}"),
-                }
-            )
-            headers = {"Content-Type": "application/json", **sign(body)}
+            body, headers = _signed_dm(user)
             async with http.post(f"{url}/slack/events", data=body, headers=headers) as r:
                 statuses.append(r.status)
     return statuses
@@ -162,33 +167,44 @@ async def _signed_dms(url: str, source: str, users: list[str]) -> list[int]:
 async def test_front_one_addresss_flood_churns_only_its_own_and_slack_from_another_is_acked(
     slack: FakeSlackApi, serve: Serve
 ) -> None:
-    """A client at 127.0.0.2 opens three times its share of half-sent requests: each one
-    past its share closes one of its own, never anyone else's, so Slack's signed events
-    from 127.0.0.1 are acked and answered, each on a fresh connection, while the flood
-    holds its share."""
-    model = ScriptedModel(["first", "second"])
+    """Slack (127.0.0.1) has opened a connection whose request is still on its way when a
+    client at 127.0.0.2 opens three times its share of half-sent requests, more than the
+    whole cap. Each of the flood's past its share closes one of its own, never anyone
+    else's: Slack's slow connection, the longest-waiting of all, still delivers its event,
+    and Slack's next events, each on a fresh connection, are acked and answered."""
+    model = ScriptedModel(["first", "second", "third"])
     share = 4
     bot, front = await serve(
         model,
-        http_max_connections=3 * share,
+        http_max_connections=share + 2,
         http_max_connections_per_peer=share,
         http_request_timeout_seconds=60,
     )
     refused, evicted = closed_total("peer_cap"), closed_total("evicted")
+    slow_reader, slow_writer = await _raw(front.port, b"")
     half_sent = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\n"
     flood = [await _raw(front.port, half_sent, "127.0.0.2") for _ in range(3 * share)]
     assert closed_total("evicted") - evicted == 2 * share
-    assert front.guard.open_connections == share
+    assert front.guard.open_connections == share + 1
+
+    body, headers = _signed_dm("U6")
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    slow_writer.write(
+        f"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: {len(body)}\r\n"
+        f"{head}\r\n{body}".encode()
+    )
+    assert (await slow_reader.readline()).split()[:2] == [b"HTTP/1.1", b"200"]
     assert await _signed_dms(bot.url, "127.0.0.1", ["U7", "U8"]) == [200, 200]
-    # Slack's connections took no one's place: the flood's share was not at the cap.
+    # Slack's connections took no one's place: the flood's share kept the cap unreached.
     assert closed_total("evicted") - evicted == 2 * share
     assert closed_total("peer_cap") == refused
-    answers = await wait_answers(slack, 2)
+    answers = await wait_answers(slack, 3)
     assert sorted(a["text"] for a in answers) == [
         "support_supervisor: first",
         "support_supervisor: second",
+        "support_supervisor: third",
     ]
-    for _, writer in flood:
+    for _, writer in [*flood, (slow_reader, slow_writer)]:
         writer.close()
 
 
