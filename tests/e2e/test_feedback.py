@@ -119,7 +119,10 @@ async def test_feedback_click_is_stored_and_counted_once_even_when_delivered_twi
     assert got['support_bot_duplicate_deliveries_total{layer="request"}'] == 1
     assert got['support_bot_duplicate_deliveries_total{layer="feedback"}'] == 1
     thread = (await database.threads.list_threads())[0]
-    assert await database.feedback.for_thread(thread.key) == {("customer", "negative"): 1}
+    counted = await database.feedback.for_session_chain(
+        app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+    )
+    assert counted == {("customer", "negative"): 1}
 
     # The stored figures, as `support-bot stats` prints them.
     rows = dict(stats_rows(await database.stats.collect()))
