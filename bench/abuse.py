@@ -11,13 +11,20 @@ API in this process), then for SECONDS runs, all at once, against its port on lo
   body) and then nothing, each reopened as soon as the bot closes it;
 - idle: IDLE connections that send nothing, likewise reopened;
 
-while RATE signed DM events a second arrive, each from its own person. It prints the
+while RATE signed DM events a second arrive, each from its own person. The abusers
+connect from 127.0.0.2 and Slack's events from 127.0.0.1, as an attacker and Slack come
+from different hosts; `--shared-address` sends them all from 127.0.0.1, as when every
+connection comes through one proxy or one host's Slack and attacker share an address.
+The abusers run in a process of their own, as an attacker's clients run on
+machines of their own: sharing this process's event loop with the signed sender and the
+fake Web API, their reconnect loops would delay the sender and the bot's Web API calls, and
+the figures would time the bench, not the bot. It prints the
 signed events' ack p50/p99 (target p99 < 3000 ms), how many were never acked or never
 answered (lost, must be 0), what the abusers got done, and the bot's own count of the
 connections it closed (`support_bot_http_connections_closed_total`).
 
     python bench/abuse.py [--seconds 20] [--rate 5] [--junk 4] [--slow 600] [--idle 600]
-                          [--bot-fd-limit 1024]
+                          [--bot-fd-limit 1024] [--shared-address]
 
 `--bot-fd-limit` starts the bot with that many file descriptors (a common default
 `ulimit -n`), so that what one client's connections cost shows.
@@ -57,7 +64,7 @@ SLOW_REQUESTS = (
 
 @dataclass
 class Abuse:
-    """What the abusers got done."""
+    """What the abusers got done (carried from their process as JSON)."""
 
     junk_answers: Counter[int] = field(default_factory=Counter)
     junk_errors: int = 0
@@ -66,10 +73,11 @@ class Abuse:
     refused: Counter[str] = field(default_factory=Counter)
 
 
-async def junk_client(url: str, until: float, abuse: Abuse) -> None:
-    """Unsigned posts, back to back, on one keep-alive session."""
+async def junk_client(url: str, source: str, until: float, abuse: Abuse) -> None:
+    """Unsigned posts from `source`, back to back, on one keep-alive session."""
     body = b'{"type":"event_callback","event":{"type":"message","text":"junk"}}' * 20
-    async with aiohttp.ClientSession() as http:
+    connector = aiohttp.TCPConnector(local_addr=(source, 0))
+    async with aiohttp.ClientSession(connector=connector) as http:
         while time.monotonic() < until:
             try:
                 async with http.post(url, data=body) as resp:
@@ -79,11 +87,16 @@ async def junk_client(url: str, until: float, abuse: Abuse) -> None:
                 abuse.junk_errors += 1
 
 
-async def holder(kind: str, port: int, payload: bytes, until: float, abuse: Abuse) -> None:
-    """One connection that never completes a request, reopened whenever it is closed."""
+async def holder(
+    kind: str, port: int, source: str, payload: bytes, until: float, abuse: Abuse
+) -> None:
+    """One connection from `source` that never completes a request, reopened whenever it
+    is closed."""
     while time.monotonic() < until:
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", port, local_addr=(source, 0)
+            )
         except OSError:
             abuse.refused[kind] += 1
             await asyncio.sleep(0.05)
@@ -101,6 +114,58 @@ async def holder(kind: str, port: int, payload: bytes, until: float, abuse: Abus
             abuse.closed_by_bot[kind] += 1
         finally:
             writer.close()
+
+
+async def abuse_for(args: argparse.Namespace) -> Abuse:
+    """Run the junk, slow and idle clients against `args.url` for `args.seconds`."""
+    abuse = Abuse()
+    until = time.monotonic() + args.seconds
+    port = int(args.url.split(":")[-1].split("/")[0])
+    source = "127.0.0.1" if args.shared_address else "127.0.0.2"
+    abusers = [
+        asyncio.create_task(junk_client(args.url, source, until, abuse)) for _ in range(args.junk)
+    ]
+    abusers += [
+        asyncio.create_task(holder("slow", port, source, SLOW_REQUESTS[n % 2], until, abuse))
+        for n in range(args.slow)
+    ]
+    abusers += [
+        asyncio.create_task(holder("idle", port, source, b"", until, abuse))
+        for _ in range(args.idle)
+    ]
+    print("started", flush=True)
+    await asyncio.gather(*abusers)
+    return abuse
+
+
+def abuse_main(args: argparse.Namespace) -> None:
+    """The abusers' process (`--abuse-only URL`): "started", then what they got done."""
+    abuse = asyncio.run(abuse_for(args))
+    fields = {
+        name: dict(value) for name, value in vars(abuse).items() if isinstance(value, Counter)
+    }
+    print(json.dumps({**fields, "junk_errors": abuse.junk_errors}), flush=True)
+
+
+async def start_abusers(args: argparse.Namespace, url: str) -> asyncio.subprocess.Process:
+    """The abusers' process, once its clients have started."""
+    command = [sys.executable, __file__, "--abuse-only", url, "--seconds", str(args.seconds)]
+    command += ["--junk", str(args.junk), "--slow", str(args.slow), "--idle", str(args.idle)]
+    command += ["--shared-address"] if args.shared_address else []
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    if (await process.stdout.readline()).strip() != b"started":
+        raise RuntimeError("the abusers' process did not start")
+    return process
+
+
+async def abusers_done(process: asyncio.subprocess.Process) -> Abuse:
+    """What the abusers' process reports when it ends."""
+    out, _ = await process.communicate()
+    data = json.loads(out.decode().strip().splitlines()[-1])
+    junk_errors = data.pop("junk_errors")
+    data["junk_answers"] = {int(status): n for status, n in data["junk_answers"].items()}
+    return Abuse(**{name: Counter(value) for name, value in data.items()}, junk_errors=junk_errors)
 
 
 @contextlib.contextmanager
@@ -146,23 +211,15 @@ async def run(args: argparse.Namespace) -> None:
             process, url = await start_app("bot", env)
         cleanup.push_async_callback(stop, process)
         port = int(url.split(":")[-1].split("/")[0])
-        abuse = Abuse()
+        abusers = await start_abusers(args, url)
         until = time.monotonic() + args.seconds
-        abusers = [asyncio.create_task(junk_client(url, until, abuse)) for _ in range(args.junk)]
-        abusers += [
-            asyncio.create_task(holder("slow", port, SLOW_REQUESTS[n % 2], until, abuse))
-            for n in range(args.slow)
-        ]
-        abusers += [
-            asyncio.create_task(holder("idle", port, b"", until, abuse)) for _ in range(args.idle)
-        ]
         await asyncio.sleep(min(2.0, args.seconds / 4))  # the abuse is under way first
 
         acks: list[float] = []
         unacked = 0
         failures: Counter[str] = Counter()
         sent: list[str] = []
-        signed = aiohttp.ClientSession()
+        signed = aiohttp.ClientSession(connector=aiohttp.TCPConnector(local_addr=("127.0.0.1", 0)))
         cleanup.push_async_callback(signed.close)
 
         async def send(n: int) -> None:
@@ -213,7 +270,7 @@ async def run(args: argparse.Namespace) -> None:
             n += 1
             await asyncio.sleep(max(0.0, t0 + n / args.rate - time.monotonic()))
         await asyncio.gather(*senders)
-        await asyncio.gather(*abusers)
+        abuse = await abusers_done(abusers)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             answered = {reply_of(call, slack)[1] for call in slack.calls}
@@ -226,7 +283,9 @@ async def run(args: argparse.Namespace) -> None:
     lost = sum(1 for m in sent if m not in answered)
     print(
         f"{args.seconds:g}s of abuse: {args.junk} junk clients, {args.slow} slow and "
-        f"{args.idle} idle connections (each reopened when closed); "
+        f"{args.idle} idle connections (each reopened when closed), from "
+        f"{'127.0.0.1, the same address as Slack' if args.shared_address else '127.0.0.2'}, "
+        f"Slack from 127.0.0.1; bot fd limit {args.bot_fd_limit or 'inherited'}; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     print(
@@ -256,7 +315,18 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=600, help="connections that send nothing")
     parser.add_argument("--model-delay", type=float, default=0.5)
     parser.add_argument("--bot-fd-limit", type=int, default=None, help="the bot's ulimit -n")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument(
+        "--shared-address",
+        action="store_true",
+        help="abusers connect from Slack's address (127.0.0.1), not 127.0.0.2",
+    )
+    parser.add_argument("--abuse-only", metavar="URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.abuse_only:
+        args.url = args.abuse_only
+        abuse_main(args)
+    else:
+        asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -146,6 +146,15 @@ class Settings(BaseSettings):
         "descriptor limit (`ulimit -n`), leaving the rest to the database and the Web API "
         "client.",
     )
+    http_max_connections_per_peer: int | None = Field(
+        default=None,
+        gt=0,
+        description="Connections the web server holds from one address (an IPv6 /64); one "
+        "more from it closes that address's own longest-waiting half-sent one, or is refused, "
+        "never closing another's. Unset: an eighth of the connection cap. Behind a reverse "
+        "proxy every connection is the proxy's: set it to HTTP_MAX_CONNECTIONS there, which "
+        "leaves only that cap.",
+    )
     http_request_timeout_seconds: float = Field(
         default=10.0,
         gt=0,

@@ -11,6 +11,11 @@ names an event id, which is only unique within one session, so the event must al
 been posted no later than the message the button is on. After a hand-off re-maps the
 thread to a new session, an old button's event id names a later event there, and the
 lookup follows the hand-off back to the session the reply is in.
+
+A digest's counts (`for_session_chain`) take in the sessions its session was handed off
+from: a hand-off re-maps the thread to a new session, and the digest of that one is the
+thread's one lead-channel message, so a mark on a reply from before the hand-off must
+show there.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ class FeedbackClick:
 
 
 class FeedbackStore:
-    """Stores feedback clicks once per person and reply, and counts a session's
+    """Stores feedback clicks once per person and reply, and counts a digest's
     (totals per agent are `storage.stats`'s)."""
 
     def __init__(self, gate: SqlGate) -> None:
@@ -98,18 +103,33 @@ class FeedbackStore:
 
         return await self._gate.write(tx)
 
-    async def for_session(self, session_id: str) -> dict[tuple[str, str], int]:
-        """How many replies of the session people marked, per (marker, value)."""
+    async def for_session_chain(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> dict[tuple[str, str], int]:
+        """How many replies people marked, per (marker, value), in session `session_id` and
+        the sessions it was handed off from (up to `MAX_HANDOFF_HOPS` back)."""
 
         async def tx(conn: AsyncConnection) -> dict[tuple[str, str], int]:
-            query = (
+            chain = [session_id]
+            for _ in range(MAX_HANDOFF_HOPS):
+                source = await _handed_off_from(conn, app_name, user_id, chain[-1])
+                if source is None or source in chain:
+                    break
+                chain.append(source)
+            # A reply is its (session, event): event ids repeat across sessions.
+            marked = (
                 sa.select(
                     feedback.c.marker,
                     feedback.c.value,
-                    sa.func.count(sa.distinct(feedback.c.event_id)),
+                    feedback.c.session_id,
+                    feedback.c.event_id,
                 )
-                .where(feedback.c.session_id == session_id)
-                .group_by(feedback.c.marker, feedback.c.value)
+                .where(feedback.c.session_id.in_(chain))
+                .distinct()
+                .subquery()
+            )
+            query = sa.select(marked.c.marker, marked.c.value, sa.func.count()).group_by(
+                marked.c.marker, marked.c.value
             )
             return {
                 (marker, value): int(n)
@@ -175,6 +195,26 @@ class FeedbackStore:
             return None
 
         return await self._gate.read(tx)
+
+
+async def _handed_off_from(
+    conn: AsyncConnection, app_name: str, user_id: str, session_id: str
+) -> str | None:
+    """The session `session_id`'s hand-off record was made from, if it starts with one."""
+    pk = (
+        sa.select(sessions.c.pk)
+        .where(
+            sessions.c.app_name == app_name,
+            sessions.c.user_id == user_id,
+            sessions.c.session_id == session_id,
+        )
+        .scalar_subquery()
+    )
+    first = await conn.execute(
+        sa.select(events.c.custom_metadata).where(events.c.session_pk == pk, events.c.seq == 1)
+    )
+    source = (first.scalar() or {}).get(HANDOFF_SOURCE)
+    return source if isinstance(source, str) else None
 
 
 def _ts(value: str) -> float:

@@ -293,7 +293,7 @@ class DigestJob:
                 problems = public_problems(tuple(stored.problems))
                 text, blocks = unavailable_message(links, problems, update_note=note)
             else:
-                text, blocks = await self._digest_message(stored, events, links, note, gaps)
+                text, blocks = await self._digest_message(thread, stored, events, links, note, gaps)
             digest = StoredDigest(stored.id, stored.source_session_id, stored.created_at)
             posted = await post_digest(
                 self.client,
@@ -323,6 +323,7 @@ class DigestJob:
 
     async def _digest_message(
         self,
+        thread: ThreadRecord,
         stored: DigestRow,
         events: Sequence[Event],
         links: ThreadLinks,
@@ -330,7 +331,8 @@ class DigestJob:
         gaps: Coverage | None,
     ) -> tuple[str, list[Block]]:
         """The digest's message; a re-post names the gaps of the windows it merged, as
-        the first post would have."""
+        the first post would have. Its feedback counts the sessions its session was handed
+        off from too (a hand-off's new session starts where the old one left)."""
         if gaps is None:
             gaps = await self._stored_gaps(stored.source_session_id, stored.last_seq or 0, events)
         return digest_message(
@@ -344,7 +346,11 @@ class DigestJob:
             gaps=gaps[0],
             windows=gaps[1],
             unsummarised=gaps[2],
-            feedback=await self.db.feedback.for_session(stored.source_session_id),
+            feedback=await self.db.feedback.for_session_chain(
+                app_name=thread.app_name,
+                user_id=thread.user_id,
+                session_id=stored.source_session_id,
+            ),
         )
 
     async def _stored_gaps(

@@ -14,6 +14,14 @@ connection from the moment it is accepted:
   whose last request succeeded (Slack's) may idle for `keepalive_timeout` instead: a
   client that keeps connections longer than the server would otherwise lose requests
   sent on one the server had just closed.
+- At most `max_per_peer` are held from one peer (an IPv4 address, or an IPv6 /64, which
+  one host can fill with addresses). One more from that peer closes that peer's own
+  connection without a request in hand (the one still sending headers, then one whose
+  headers are in; the one quiet longest), or is refused when it has none: never anyone
+  else's. A client flooding the port from its own address churns only its own
+  connections, so Slack's, from other addresses, are never closed to make room for it,
+  however fast the flood reconnects. A per-peer cap at or above `max_connections` leaves
+  only that cap (every connection from one proxy, say).
 - At most `max_connections` are held. One more arriving closes a connection without a
   request in hand: first those still sending their request's headers, then those whose
   headers are in, then those whose last request succeeded (Slack's keep-alive
@@ -21,7 +29,9 @@ connection from the moment it is accepted:
   quiet longest. So a flood of new connections closes its own kind before a request
   that has arrived but waits for a busy event loop to read it. When every connection is
   serving a request, the newcomer is closed instead. Requests being served are never
-  cut.
+  cut. With the per-peer cap this takes several flooding addresses; many of them, or one
+  address shared with Slack's (a proxy's, say), are a reverse proxy's job
+  (docs/http-mode.md).
 
 A request counts as in hand once `middleware` has read its body (bounded by the app's
 `client_max_size`), so a body trickled in byte by byte is still on the clock.
@@ -30,7 +40,9 @@ A request counts as in hand once `middleware` has read its body (bounded by the 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -44,7 +56,9 @@ log = logging.getLogger(__name__)
 REGISTRY.describe(
     "support_bot_http_connections_closed_total",
     "counter",
-    "Web server connections the guard closed, by reason (timeout, evicted, refused)",
+    "Web server connections the guard closed, by reason: timeout, evicted (for a newcomer), "
+    "refused (a newcomer, every connection busy), peer_cap (a newcomer whose address is at "
+    "its share with none of its own to close)",
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -53,6 +67,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 @dataclass
 class _Connection:
     transport: asyncio.Transport
+    peer: str
     busy: bool = False
     proven: bool = False  # its last response was a success
     headed: bool = False  # the end of its current request's headers has arrived
@@ -64,18 +79,27 @@ class ConnectionGuard:
     """Caps and times the connections of the listeners it serves (see the module)."""
 
     def __init__(
-        self, *, max_connections: int, request_timeout: float, keepalive_timeout: float
+        self,
+        *,
+        max_connections: int,
+        max_per_peer: int,
+        request_timeout: float,
+        keepalive_timeout: float,
     ) -> None:
-        if max_connections < 1 or request_timeout <= 0 or keepalive_timeout <= 0:
-            raise ValueError("max_connections must be >= 1, and the timeouts > 0")
+        if min(max_connections, max_per_peer) < 1 or min(request_timeout, keepalive_timeout) <= 0:
+            raise ValueError("max_connections and max_per_peer must be >= 1, the timeouts > 0")
         self.max_connections = max_connections
+        self.max_per_peer = max_per_peer
         self.request_timeout = request_timeout
         self.keepalive_timeout = keepalive_timeout
         self._open: dict[asyncio.BaseTransport, _Connection] = {}
+        self._per_peer: Counter[str] = Counter()
         # The connections without a request in hand, by tier (`_tier`: the order they
         # are closed in for room); insertion order is the order of their last activity
         # (opened, answered, bytes received), so each tier's first has been quiet longest.
         self._quiet: tuple[dict[asyncio.BaseTransport, _Connection], ...] = ({}, {}, {})
+        # The same, per peer, for tiers 0 and 1 (those a peer's newcomer may close).
+        self._quiet_of: dict[str, tuple[dict[asyncio.BaseTransport, _Connection], ...]] = {}
 
     @property
     def open_connections(self) -> int:
@@ -112,19 +136,33 @@ class ConnectionGuard:
                 self._waiting(connection)
 
     def admit(self, transport: asyncio.Transport) -> bool:
-        """Hold `transport`, closing the longest-waiting connection when at the cap;
-        False when every held connection is serving a request (close the newcomer)."""
-        if len(self._open) >= self.max_connections:
-            idle = next((c for tier in self._quiet for c in tier.values()), None)
-            if idle is None:
-                _closed("refused")
+        """Hold `transport`, closing a longest-waiting connection when its peer or the
+        whole process is at its cap (see the module); False (close the newcomer) when
+        there is none to close."""
+        peer = peer_of(transport.get_extra_info("peername"))
+        # A peer at its cap closes only its own: its flood must not churn anyone else's
+        # connections. (A per-peer cap at or above the total never applies.)
+        if self.max_per_peer <= self._per_peer[peer] < self.max_connections:
+            queues = self._quiet_of.get(peer, ())
+            if not self._evict(next((c for q in queues for c in q.values()), None), "peer_cap"):
                 return False
-            _closed("evicted")
-            self._drop(idle)
-            idle.transport.close()
-        connection = _Connection(transport)
+        elif len(self._open) >= self.max_connections:
+            if not self._evict(next((c for q in self._quiet for c in q.values()), None)):
+                return False
+        connection = _Connection(transport, peer)
         self._open[transport] = connection
+        self._per_peer[peer] += 1
         self._waiting(connection)
+        return True
+
+    def _evict(self, idle: _Connection | None, refusal: str = "refused") -> bool:
+        """Close `idle` to make room; False (counted as `refusal`) when there is none."""
+        if idle is None:
+            _closed(refusal)
+            return False
+        _closed("evicted")
+        self._drop(idle)
+        idle.transport.close()
         return True
 
     def release(self, transport: asyncio.BaseTransport) -> None:
@@ -144,7 +182,7 @@ class ConnectionGuard:
             connection.headed = b"\r\n\r\n" in connection.tail + data
             connection.tail = data[-3:]
         self._unqueue(connection)
-        self._quiet[_tier(connection)][transport] = connection
+        self._enqueue(connection)
 
     def _busy(self, connection: _Connection) -> None:
         connection.busy = True
@@ -159,7 +197,7 @@ class ConnectionGuard:
             connection.timer.cancel()
         connection.headed, connection.tail = False, b""
         self._unqueue(connection)
-        self._quiet[_tier(connection)][connection.transport] = connection
+        self._enqueue(connection)
         loop = asyncio.get_running_loop()
         timeout = self.keepalive_timeout if connection.proven else self.request_timeout
         connection.timer = loop.call_later(timeout, self._expire, connection)
@@ -176,12 +214,46 @@ class ConnectionGuard:
         if connection.timer is not None:
             connection.timer.cancel()
             connection.timer = None
-        self._open.pop(connection.transport, None)
+        if self._open.pop(connection.transport, None) is not None:
+            self._per_peer[connection.peer] -= 1
+            if not self._per_peer[connection.peer]:
+                del self._per_peer[connection.peer]
         self._unqueue(connection)
+
+    def _enqueue(self, connection: _Connection) -> None:
+        """Put `connection` last (quiet shortest) in its tier, its peer's too."""
+        tier = _tier(connection)
+        self._quiet[tier][connection.transport] = connection
+        if tier < 2:
+            self._quiet_of.setdefault(connection.peer, ({}, {}))[tier][connection.transport] = (
+                connection
+            )
 
     def _unqueue(self, connection: _Connection) -> None:
         for queue in self._quiet:
             queue.pop(connection.transport, None)
+        own = self._quiet_of.get(connection.peer)
+        if own is not None:
+            for queue in own:
+                queue.pop(connection.transport, None)
+            if not any(own):
+                del self._quiet_of[connection.peer]
+
+
+def peer_of(peername: object) -> str:
+    """The peer a connection counts against: its IPv4 address (an IPv4-mapped IPv6 one
+    too), or its IPv6 address's /64; "" when the transport has no IP peer."""
+    if not isinstance(peername, tuple) or not peername:
+        return ""
+    try:
+        address = ipaddress.ip_address(str(peername[0]).split("%", 1)[0])
+    except ValueError:
+        return ""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def _tier(connection: _Connection) -> int:

@@ -78,10 +78,12 @@ async def start_web(
 ) -> WebFront:
     """Start `web_app` (its `on_startup` hooks run first) and listen on `host:port`, with
     connections capped and timed (`ConnectionGuard`: `HTTP_MAX_CONNECTIONS`,
-    `HTTP_REQUEST_TIMEOUT_SECONDS`, `HTTP_KEEPALIVE_SECONDS`), aiohttp's keep-alive no
-    longer than the guard's."""
+    `HTTP_MAX_CONNECTIONS_PER_PEER`, `HTTP_REQUEST_TIMEOUT_SECONDS`,
+    `HTTP_KEEPALIVE_SECONDS`), aiohttp's keep-alive no longer than the guard's."""
+    max_connections = settings.http_max_connections or default_max_connections()
     guard = ConnectionGuard(
-        max_connections=settings.http_max_connections or default_max_connections(),
+        max_connections=max_connections,
+        max_per_peer=settings.http_max_connections_per_peer or max(1, max_connections // 8),
         request_timeout=settings.http_request_timeout_seconds,
         keepalive_timeout=settings.http_keepalive_seconds,
     )

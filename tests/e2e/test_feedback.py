@@ -118,8 +118,11 @@ async def test_feedback_click_is_stored_and_counted_once_even_when_delivered_twi
     # The redelivery is dropped by its trigger id, the copy by the stored row.
     assert got['support_bot_duplicate_deliveries_total{layer="request"}'] == 1
     assert got['support_bot_duplicate_deliveries_total{layer="feedback"}'] == 1
-    session_id = (await database.threads.list_threads())[0].session_id
-    assert await database.feedback.for_session(session_id) == {("customer", "negative"): 1}
+    thread = (await database.threads.list_threads())[0]
+    counted = await database.feedback.for_session_chain(
+        app_name=thread.app_name, user_id=thread.user_id, session_id=thread.session_id
+    )
+    assert counted == {("customer", "negative"): 1}
 
     # The stored figures, as `support-bot stats` prints them.
     rows = dict(stats_rows(await database.stats.collect()))

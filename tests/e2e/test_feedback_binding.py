@@ -131,3 +131,36 @@ async def test_feedback_digest_says_whether_the_customer_or_the_staff_marked(
     assert digest.outcome == "posted"
     posted = json.dumps([c for c in slack.calls_to("chat.postMessage") if c["channel"] == "CLEAD"])
     assert "Feedback: customer marked 1 reply unhelpful; staff marked 1 reply helpful" in posted
+
+
+async def test_feedback_before_a_handoff_shows_in_the_digest_the_thread_posts_after_it(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    """The customer marks a reply unhelpful, then the thread is handed off: its next
+    digest (the thread's one lead-channel message, now of the new session) says so."""
+    summarizer = SummaryService(
+        ScriptedModel(
+            [json.dumps(RECORD)] * 3,
+            partial="one record per summary the test asks for, however many it is",
+        )
+    )
+    model = ScriptedModel(["First answer.", "Second answer."])
+    bot = await start_bot(support_tree(model), summarizer=summarizer, support_lead_channel="CLEAD")
+    first = await _say(bot, slack, "charged twice", ROOT)
+    where = {"channel": "C1", "thread_ts": ROOT, "message_ts": first["ts"]}
+    await bot.send_payload(click(feedback_block(first), "negative", user="U1", **where))
+    await bot.idle()
+    key = ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=ROOT)
+    source = (await bot.services.db.threads.get(key)).session_id
+    await bot.send_command("/handoff", f"{LINK} support_supervisor", user="U2")
+    await bot.idle()
+    await _say(bot, slack, "any news?", "1700001300.000500")
+    assert (await bot.services.db.threads.get(key)).session_id != source
+    assert [row[:1] + row[2:] for row in await _rows(bot)] == [
+        (source, "U1", "negative", "customer")
+    ]
+
+    [digest] = await bot.digest_job().run_once()
+    assert digest.outcome == "posted"
+    [lead] = [c for c in slack.calls_to("chat.postMessage") if c["channel"] == "CLEAD"]
+    assert "Feedback: customer marked 1 reply unhelpful" in json.dumps(lead)

@@ -1,12 +1,14 @@
 """The HTTP front as `support-bot serve` runs it (`bot.slack.server.start_web`) under
 hostile clients: junk does not hold up Slack's signed events, connections that never
-deliver a request are closed, the connection cap drops the longest-waiting one, and
-health and metrics answer only this host."""
+deliver a request are closed, one address's flood past its share closes only its own
+connections while Slack's events from another address are acked, the connection cap
+drops the longest-waiting one, and health and metrics answer only this host."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,7 +20,7 @@ from agents.models.scripted import ScriptedModel
 from bot.slack.app import build_bolt_app, build_web_app
 from bot.slack.server import WebFront, start_web
 from tests.e2e.conftest import StartBot
-from tests.e2e.harness import BotHarness, dm
+from tests.e2e.harness import TEAM, BotHarness, dm, sign
 from tests.e2e.replies import wait_answers
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
@@ -51,8 +53,10 @@ async def serve(start_bot: StartBot) -> AsyncIterator[Serve]:
         await front.stop()
 
 
-async def _raw(port: int, data: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def _raw(
+    port: int, data: bytes, source: str = "127.0.0.1"
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
     writer.write(data)
     await writer.drain()
     return reader, writer
@@ -132,11 +136,116 @@ async def test_front_closes_connections_that_never_deliver_a_request(
     assert answer["text"] == "support_supervisor: still here"
 
 
+def _signed_dm(user: str) -> tuple[str, dict[str, str]]:
+    """A signed DM event from `user` in a DM of their own: its body and headers."""
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": TEAM,
+            "api_app_id": "A1",
+            "event_id": f"Ev{user}",
+            "event_time": int(time.time()),
+            "event": dm("hello", ts="1700000500.000100", user=user, channel=f"D{user}"),
+        }
+    )
+    return body, {"Content-Type": "application/json", **sign(body)}
+
+
+async def _signed_dms(url: str, source: str, users: list[str]) -> list[int]:
+    """A signed DM event from each of `users`, sent from `source`, each on a connection of
+    its own."""
+    statuses = []
+    connector = aiohttp.TCPConnector(local_addr=(source, 0), force_close=True)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        for user in users:
+            body, headers = _signed_dm(user)
+            async with http.post(f"{url}/slack/events", data=body, headers=headers) as r:
+                statuses.append(r.status)
+    return statuses
+
+
+async def test_front_one_addresss_flood_churns_only_its_own_and_slack_from_another_is_acked(
+    slack: FakeSlackApi, serve: Serve
+) -> None:
+    """Slack (127.0.0.1) has opened a connection whose request is still on its way when a
+    client at 127.0.0.2 opens three times its share of half-sent requests, more than the
+    whole cap. Each of the flood's past its share closes one of its own, never anyone
+    else's: Slack's slow connection, the longest-waiting of all, still delivers its event,
+    and Slack's next events, each on a fresh connection, are acked and answered."""
+    model = ScriptedModel(["first", "second", "third"])
+    share = 4
+    bot, front = await serve(
+        model,
+        http_max_connections=share + 2,
+        http_max_connections_per_peer=share,
+        http_request_timeout_seconds=60,
+    )
+    refused, evicted = closed_total("peer_cap"), closed_total("evicted")
+    slow_reader, slow_writer = await _raw(front.port, b"")
+    half_sent = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\n"
+    flood = [await _raw(front.port, half_sent, "127.0.0.2") for _ in range(3 * share)]
+    assert closed_total("evicted") - evicted == 2 * share
+    assert front.guard.open_connections == share + 1
+
+    body, headers = _signed_dm("U6")
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    slow_writer.write(
+        f"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: {len(body)}\r\n"
+        f"{head}\r\n{body}".encode()
+    )
+    assert (await slow_reader.readline()).split()[:2] == [b"HTTP/1.1", b"200"]
+    assert await _signed_dms(bot.url, "127.0.0.1", ["U7", "U8"]) == [200, 200]
+    # Slack's connections took no one's place: the flood's share kept the cap unreached.
+    assert closed_total("evicted") - evicted == 2 * share
+    assert closed_total("peer_cap") == refused
+    answers = await wait_answers(slack, 3)
+    assert sorted(a["text"] for a in answers) == [
+        "support_supervisor: first",
+        "support_supervisor: second",
+        "support_supervisor: third",
+    ]
+    for _, writer in [*flood, (slow_reader, slow_writer)]:
+        writer.close()
+
+
+async def test_front_refuses_a_peer_at_its_share_with_nothing_of_its_own_to_close(
+    slack: FakeSlackApi, serve: Serve
+) -> None:
+    """A peer whose share is one kept-alive connection that was answered (Slack's kind)
+    does not lose it to its own newcomer: the newcomer is refused."""
+    bot, front = await serve(
+        ScriptedModel([]),
+        http_max_connections=8,
+        http_max_connections_per_peer=1,
+        http_request_timeout_seconds=60,
+    )
+    refused, evicted = closed_total("peer_cap"), closed_total("evicted")
+    connector = aiohttp.TCPConnector(local_addr=("127.0.0.2", 0))
+    async with aiohttp.ClientSession(connector=connector) as kept:
+        body = json.dumps({"type": "url_verification", "challenge": "c1", "token": "legacy"})
+        headers = {"Content-Type": "application/json", **sign(body)}
+        async with kept.post(f"{bot.url}/slack/events", data=body, headers=headers) as r:
+            assert r.status == 200
+        newcomer, writer = await _raw(front.port, b"POST /slack/events HTTP/1.1\r\n", "127.0.0.2")
+        assert await _closed_by_server(newcomer)
+        writer.close()
+        assert closed_total("peer_cap") - refused == 1
+        async with kept.post(f"{bot.url}/slack/events", data=body, headers=headers) as r:
+            assert r.status == 200
+    assert closed_total("evicted") == evicted
+    assert closed_total("peer_cap") - refused == 1
+
+
 async def test_front_cap_drops_the_longest_waiting_half_sent_connection_not_slacks(
     slack: FakeSlackApi, serve: Serve
 ) -> None:
     model = ScriptedModel(["first", "second"])
-    bot, front = await serve(model, http_max_connections=4, http_request_timeout_seconds=60)
+    bot, front = await serve(
+        model,
+        http_max_connections=4,
+        http_max_connections_per_peer=4,  # no per-peer cap: every connection is 127.0.0.1's
+        http_request_timeout_seconds=60,
+    )
     before = closed_total("evicted")
     # The oldest has sent its headers (its body is still to come); the others have not.
     headed = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: 99\r\n\r\n{"
