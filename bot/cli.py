@@ -211,6 +211,14 @@ def run_forget(user: str) -> int:
     return _run(forget(settings, sys.stdout, user), settings)
 
 
+_half_option = click.option(
+    "--half",
+    type=click.Choice(["look", "measure"]),
+    help="only one fixed half of the cases (a seeded hash of each id): look at one while"
+    " tuning, measure the other at the end",
+)
+
+
 @cli.group("knowledge", help="The knowledge base: `knowledge sync`, `search` or `eval`.")
 def knowledge_group() -> None:
     """The `knowledge` subcommands (`bot.ops.knowledge`)."""
@@ -242,14 +250,17 @@ def run_knowledge_search(query: str, collections: tuple[str, ...], limit: int) -
 @knowledge_group.command("eval", help="Retrieval hit@1/@5 of a question set on its documents.")
 @click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
 @click.option("--data", type=click.Path(exists=True, path_type=Path), required=True)
-def run_knowledge_eval(docs: Path, data: Path) -> int:
+@_half_option
+def run_knowledge_eval(docs: Path, data: Path, half: str | None) -> int:
     from bot.ops import knowledge
 
     settings = _settings()
-    return _run(knowledge.evaluate(settings, sys.stdout, docs, data), settings)
+    return _run(knowledge.evaluate(settings, sys.stdout, docs, data, half=half), settings)
 
 
-@cli.group("eval", help="Evaluate on a dataset: `eval summaries` or `eval routing`.")
+@cli.group(
+    "eval", help="Evaluate on a dataset: `eval summaries`, `eval routing` or `eval answers`."
+)
 def eval_group() -> None:
     """The `eval` subcommands."""
 
@@ -326,12 +337,7 @@ def run_eval_summaries(
     help="decisions only: stop each case at the supervisor's transfer, and do not"
     " write the supervisor's own replies (so pretend actions are not measured)",
 )
-@click.option(
-    "--half",
-    type=click.Choice(["look", "measure"]),
-    help="only one fixed half of the cases (a seeded hash of each id): look at one while"
-    " tuning, measure the other at the end",
-)
+@_half_option
 def run_eval_routing(
     data: str,
     model: str | None,
@@ -358,6 +364,30 @@ def run_eval_routing(
         routes=routes,
         route_only=route_only,
         half=half,
+    )
+    return _run(work, settings)
+
+
+@eval_group.command(
+    "answers",
+    help="answer questions from a folder of documents through the tree; retrieval hits,"
+    " key-fact recall, token F1, unsupported values, honesty on unanswerable, seconds",
+)
+@click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
+@click.option(
+    "--data", type=click.Path(exists=True, path_type=Path), required=True, help="questions.jsonl"
+)
+@click.option("--model", help="litellm model string (default: MODEL)")
+@click.option("--limit", type=int, help="evaluate every nth, this many in all")
+@_half_option
+def run_eval_answers(
+    docs: Path, data: Path, model: str | None, limit: int | None, half: str | None
+) -> int:
+    from bot.evals.cli import eval_answers
+
+    settings = _settings()
+    work = eval_answers(
+        settings, sys.stdout, docs=docs, data=data, model=model, limit=limit, half=half
     )
     return _run(work, settings)
 
