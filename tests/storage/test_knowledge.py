@@ -108,3 +108,31 @@ async def test_knowledge_search_of_only_stopwords_or_symbols(db: Database, tmp_p
     assert await db.knowledge.search('"); DROP TABLE knowledge_fts; --') == []
     assert await db.knowledge.search("?!") == []
     assert await db.knowledge.search("refund", limit=0) == []
+
+
+async def test_knowledge_search_is_two_statements_whatever_the_query_length(
+    db: Database, tmp_path: Path
+) -> None:
+    """Candidates, then every term's document frequency in one statement: the round
+    trips do not grow with the question (the corpus lengths are read once and reused)."""
+    _sample(tmp_path)
+    await db.knowledge.sync(load_folder(tmp_path))
+    await db.knowledge.search("refund")
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    sa.event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        short = await db.knowledge.search("refund")
+        count = len(statements)
+        long = await db.knowledge.search(
+            "duplicate charge refund window invoice error access denied administrator retry"
+        )
+    finally:
+        sa.event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
+    assert short and long
+    searches = [s for s in statements if "knowledge_fts" in s]
+    assert len(searches) == 4
+    assert len(statements) - count == count
