@@ -24,6 +24,10 @@ from agents.words import key, words
 
 # How many candidates a backend returns for re-ranking.
 CANDIDATES = 80
+# A term in more than this share of the sections is common: it still scores candidates,
+# but does not make them (Lucene's "common terms" query). Matching on it made the backend
+# rank most of the index for every question that used a frequent word.
+COMMON_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,15 @@ def rerank(
     scores = {c.id: round(score(c), 4) for c in candidates}
     best_first = sorted(candidates, key=lambda c: -scores[c.id])[:limit]
     return [replace(c, score=scores[c.id]) for c in best_first]
+
+
+def distinctive_terms(terms: Sequence[str], stats: CorpusStats) -> list[str]:
+    """The terms candidates are matched on: those some section holds and no more than
+    `COMMON_SHARE` of them (nor more than `CANDIDATES`, which are taken anyway) do; every
+    term when the query has none such."""
+    cutoff = max(COMMON_SHARE * stats.sections, CANDIDATES)
+    rare = [t for t in terms if 0 < stats.doc_freq.get(t, 0) <= cutoff]
+    return rare or list(terms)
 
 
 def _idf(terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:

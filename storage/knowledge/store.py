@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.knowledge.documents import Document
-from agents.knowledge.ranking import CANDIDATES, CorpusStats, rerank
+from agents.knowledge.ranking import CANDIDATES, CorpusStats, distinctive_terms, rerank
 from agents.knowledge.search import KnowledgeHit
 from agents.words import query_terms
 from storage.engine import SqlGate
@@ -105,9 +105,11 @@ class KnowledgeStore:
         cached = self._lengths if fresh else None
 
         async def tx(conn: AsyncConnection) -> tuple[list[sa.Row], CorpusStats]:
-            rows = await fulltext.candidates(conn, terms, collections, max(CANDIDATES, limit))
             lengths = cached or await fulltext.field_lengths(conn)
-            return rows, await fulltext.corpus_stats(conn, terms, lengths)
+            stats = await fulltext.corpus_stats(conn, terms, lengths)
+            matching = distinctive_terms(terms, stats)
+            rows = await fulltext.candidates(conn, matching, collections, max(CANDIDATES, limit))
+            return rows, stats
 
         rows, stats = await self._gate.read(tx)
         if cached is None:
