@@ -136,3 +136,26 @@ async def test_knowledge_search_is_two_statements_whatever_the_query_length(
     searches = [s for s in statements if "knowledge_fts" in s]
     assert len(searches) == 4
     assert len(statements) - count == count
+
+
+async def test_knowledge_sync_indexes_every_document_in_four_statements(
+    db: Database, tmp_path: Path
+) -> None:
+    """Documents, sections and full-text rows are each one insert, and the sections'
+    keys one read, however many documents a sync adds."""
+    _sample(tmp_path)
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", seen)
+    try:
+        report = await db.knowledge.sync(load_folder(tmp_path))
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", seen)
+    assert len(report.added) == 3
+    inserts = [s.split("(")[0].split()[-1] for s in statements if s.startswith("INSERT")]
+    assert inserts == ["knowledge_documents", "knowledge_sections", "knowledge_fts"]
+    keys = [s for s in statements if s.startswith("SELECT knowledge_sections.section_id")]
+    assert len(keys) == 1
