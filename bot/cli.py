@@ -12,6 +12,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from bot.cli_knowledge import half_option, knowledge_commands
 from bot.config import Settings
 from bot.logging import configure_logging
 
@@ -211,54 +212,21 @@ def run_forget(user: str) -> int:
     return _run(forget(settings, sys.stdout, user), settings)
 
 
-@cli.group("knowledge", help="The knowledge base: `knowledge sync`, `search` or `eval`.")
-def knowledge_group() -> None:
-    """The `knowledge` subcommands (`bot.ops.knowledge`)."""
+cli.add_command(knowledge_commands(_settings, _run))
 
 
-@knowledge_group.command("sync", help="Index the knowledge folder; print what changed.")
-@click.option("--dir", "folder", type=click.Path(path_type=Path), help="default: KNOWLEDGE_DIR")
-def run_knowledge_sync(folder: Path | None) -> int:
-    from bot.ops import knowledge
-
-    settings = _settings()
-    return _run(knowledge.sync(settings, sys.stdout, folder), settings)
-
-
-@knowledge_group.command("search", help="Show the sections an agent would find for QUERY.")
-@click.argument("query")
-@click.option("--collection", "collections", multiple=True, help="only this collection")
-@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 50))
-def run_knowledge_search(query: str, collections: tuple[str, ...], limit: int) -> int:
-    from bot.ops import knowledge
-
-    settings = _settings()
-    found = knowledge.search(
-        settings, sys.stdout, query, collections=list(collections), limit=limit
-    )
-    return _run(found, settings)
-
-
-@knowledge_group.command("eval", help="Retrieval hit@1/@5 of a question set on its documents.")
-@click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
-@click.option("--data", type=click.Path(exists=True, path_type=Path), required=True)
-def run_knowledge_eval(docs: Path, data: Path) -> int:
-    from bot.ops import knowledge
-
-    settings = _settings()
-    return _run(knowledge.evaluate(settings, sys.stdout, docs, data), settings)
-
-
-@cli.group("eval", help="Evaluate on a dataset: `eval summaries` or `eval routing`.")
+@cli.group("eval", help="Evaluate on a dataset: `eval summaries`, `routing` or `answers`.")
 def eval_group() -> None:
     """The `eval` subcommands."""
 
 
 def _dataset_options(command: Callable[..., int]) -> Callable[..., int]:
-    """--data, --model and --limit, shared by both evaluations."""
+    """--data, --model and --limit, shared by the evaluations."""
     for option in reversed(
         (
-            click.option("--data", required=True, help="transcripts.jsonl"),
+            click.option(
+                "--data", required=True, help="the dataset (JSONL; see docs/evaluations.md)"
+            ),
             click.option("--model", help="litellm model string (default: MODEL)"),
             click.option("--limit", type=int, help="evaluate every nth, this many in all"),
         )
@@ -326,12 +294,7 @@ def run_eval_summaries(
     help="decisions only: stop each case at the supervisor's transfer, and do not"
     " write the supervisor's own replies (so pretend actions are not measured)",
 )
-@click.option(
-    "--half",
-    type=click.Choice(["look", "measure"]),
-    help="only one fixed half of the cases (a seeded hash of each id): look at one while"
-    " tuning, measure the other at the end",
-)
+@half_option
 def run_eval_routing(
     data: str,
     model: str | None,
@@ -358,6 +321,26 @@ def run_eval_routing(
         routes=routes,
         route_only=route_only,
         half=half,
+    )
+    return _run(work, settings)
+
+
+@eval_group.command(
+    "answers",
+    help="answer a questions.jsonl (--data) from a folder of documents through the tree;"
+    " retrieval hits, key facts, token F1, unsupported values, honesty, seconds",
+)
+@_dataset_options
+@click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
+@half_option
+def run_eval_answers(
+    data: str, model: str | None, limit: int | None, docs: Path, half: str | None
+) -> int:
+    from bot.evals.cli import eval_answers
+
+    settings = _settings()
+    work = eval_answers(
+        settings, sys.stdout, docs=docs, data=Path(data), model=model, limit=limit, half=half
     )
     return _run(work, settings)
 

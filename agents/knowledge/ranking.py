@@ -15,7 +15,8 @@ order is computed here, the same for both backends:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from agents.knowledge.search import KnowledgeHit
@@ -23,6 +24,10 @@ from agents.words import key, words
 
 # How many candidates a backend returns for re-ranking.
 CANDIDATES = 80
+# A term in more than this share of the sections is common: it still scores candidates,
+# but does not make them (Lucene's "common terms" query). Matching on it made the backend
+# rank most of the index for every question that used a frequent word.
+COMMON_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,8 @@ def rerank(
     idf = _idf(terms, stats)
     if not idf:
         return list(candidates)[:limit]
-    relevance = {c.id: _bm25f(c, idf, stats, w) for c in candidates}
+    matcher = key_matcher(idf)
+    relevance = {c.id: _bm25f(c, idf, matcher, stats, w) for c in candidates}
     best = max(relevance.values()) or 1.0
     per_doc: dict[str, list[float]] = {}
     for c in candidates:
@@ -83,9 +89,18 @@ def rerank(
             + w.document * strength[c.doc_id] / top
         )
 
-    rescored = [replace(c, score=round(score(c), 4)) for c in candidates]
-    rescored.sort(key=lambda c: -c.score)
-    return rescored[:limit]
+    scores = {c.id: round(score(c), 4) for c in candidates}
+    best_first = sorted(candidates, key=lambda c: -scores[c.id])[:limit]
+    return [replace(c, score=scores[c.id]) for c in best_first]
+
+
+def distinctive_terms(terms: Sequence[str], stats: CorpusStats) -> list[str]:
+    """The terms candidates are matched on: those some section holds and no more than
+    `COMMON_SHARE` of them (nor more than `CANDIDATES`, which are taken anyway) do; every
+    term when the query has none such."""
+    cutoff = max(COMMON_SHARE * stats.sections, CANDIDATES)
+    rare = [t for t in terms if 0 < stats.doc_freq.get(t, 0) <= cutoff]
+    return rare or list(terms)
 
 
 def _idf(terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
@@ -99,7 +114,25 @@ def _idf(terms: Sequence[str], stats: CorpusStats) -> dict[str, float]:
     return idf
 
 
-def _bm25f(c: KnowledgeHit, idf: Mapping[str, float], stats: CorpusStats, w: Weights) -> float:
+def key_matcher(keys: Iterable[str]) -> re.Pattern[str]:
+    """Finds, in lower-case text, the words that may have one of `keys` as their key.
+
+    A word's key is a prefix of it, except where the stemmer turned "-ies" into "-y"
+    ("copies" -> "copy"), so a key ending in "y" also matches its "i" form. Only the
+    words found are stemmed: stemming every word of 80 sections took most of a search.
+    The caller still compares each found word's key exactly."""
+    prefixes = set(keys) | {k[:-1] + "i" for k in keys if k.endswith("y")}
+    alternatives = "|".join(re.escape(p) for p in sorted(prefixes, key=len, reverse=True))
+    return re.compile(rf"(?<![a-z0-9])(?:{alternatives})[a-z0-9]*")
+
+
+def _bm25f(
+    c: KnowledgeHit,
+    idf: Mapping[str, float],
+    matcher: re.Pattern[str],
+    stats: CorpusStats,
+    w: Weights,
+) -> float:
     fields = (
         (c.title, w.title, stats.avg_title),
         (c.heading, w.heading, stats.avg_heading),
@@ -108,7 +141,7 @@ def _bm25f(c: KnowledgeHit, idf: Mapping[str, float], stats: CorpusStats, w: Wei
     tf: dict[str, float] = dict.fromkeys(idf, 0.0)
     for text, weight, average in fields:
         share = weight / (1 - w.b + w.b * len(text) / max(average, 1.0))
-        for word in words(text):
+        for word in matcher.findall(text.lower()):
             k = key(word)
             if k in tf:
                 tf[k] += share

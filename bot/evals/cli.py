@@ -1,12 +1,14 @@
-"""`support-bot eval summaries` and `support-bot eval routing`.
+"""`support-bot eval summaries`, `eval routing` and `eval answers`.
 
-Both run on any litellm model (`--model`, else the configured `MODEL`, else the
+All run on any litellm model (`--model`, else the configured `MODEL`, else the
 embedded model), including a local OpenAI-compatible server (`MODEL_API_BASE`). They
 show a progress bar on stderr (tqdm) and print their report on the output stream.
 """
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import TextIO
 
 from tqdm import tqdm
@@ -191,4 +193,69 @@ async def _compare_modes(
     out.write("\n".join(side_by_side(reports)) + "\n")
     for source, grouped in by_source(reports).items():
         out.write("\n".join(side_by_side(grouped, group=source)) + "\n")
+    return 0
+
+
+async def eval_answers(
+    settings: Settings,
+    out: TextIO,
+    *,
+    docs: Path,
+    data: Path,
+    model: str | None = None,
+    limit: int | None = None,
+    half: str | None = None,
+) -> int:
+    """Index `docs` into a temporary SQLite database, answer each question of `data`
+    through the support tree (`AGENT_TREE_FILE`) with that index, and print each
+    answer's line and the figures per source and overall (`bot.evals.answers`). A flat
+    folder's documents are searched by every agent that declares `knowledge:`
+    (`EveryCollection`). `half` ("look" or "measure") keeps that half of the questions,
+    before `limit` is applied."""
+    from agents.knowledge.documents import KnowledgeDocumentError, load_folder
+    from agents.knowledge.search import KnowledgeSearch
+    from agents.tree import DEFAULT_TREE, TreeSpec
+    from bot.evals.answer_run import EveryCollection, evaluate_answers
+    from bot.evals.answers import case_line, load_answer_cases, report_lines
+    from bot.evals.routing import select_every_nth
+    from bot.wiring import open_models, output_budget
+    from storage.database import Database
+
+    if model:
+        settings = settings.model_copy(update={"model": model})
+    try:
+        documents = load_folder(docs)
+    except KnowledgeDocumentError as exc:
+        out.write(f"eval answers failed: {exc}\n")
+        return 1
+    cases = [c for c in load_answer_cases(data) if half is None or c.half == half]
+    cases = select_every_nth(cases, limit)
+    sections = {s.id: s.text for d in documents for s in d.sections}
+    spec = TreeSpec.from_file(settings.agent_tree_file or DEFAULT_TREE)
+    with tempfile.TemporaryDirectory(prefix="eval-answers") as tmp:
+        db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'knowledge.db'}")
+        try:
+            report = await db.knowledge.sync(documents)
+            out.write(f"{docs}: {report.summary()}\n")
+            flat = len({d.collection for d in documents}) <= 1
+            search: KnowledgeSearch = EveryCollection(db.knowledge) if flat else db.knowledge
+            async with open_models(settings) as models:
+                out.write(f"model: {models.label}\n")
+                with tqdm(desc="answers", total=len(cases), unit="question") as bar:
+                    results = await evaluate_answers(
+                        cases,
+                        tree=lambda: spec.build(
+                            model=models.main,
+                            output_budget=output_budget(settings),
+                            knowledge=search,
+                        ),
+                        search=search,
+                        sections=sections,
+                        model_factory=models.factory,
+                        progress=lambda done, _total: bar.update(done - bar.n),
+                        on_result=lambda result: _print_above(bar, case_line(result), out),
+                    )
+        finally:
+            await db.close()
+    out.write("\n".join(report_lines(results)) + "\n")
     return 0

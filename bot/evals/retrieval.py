@@ -3,9 +3,9 @@
 Each answerable question of a `questions.jsonl` set (fields `id`, `question`, `doc_id`,
 `section`, `answerable`; see `../shared/data/knowledge_dev/README.md`) is searched in an
 index of the set's documents. A document's rank is that of its best section. The set is
-split once, by a seeded hash of each question's id, into a half to look at while
-developing ("tuning") and a half only measured ("held-out"); figures are printed for
-each half and overall, each on its own line under a stable label.
+split once, by a seeded hash of each question's id (`split_half`), into a half to look at
+while developing ranking ("look") and a half only measured ("measure"); figures are
+printed for each half and overall, each on its own line under a stable label.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 
 SPLIT_SEED = "knowledge-split-1"
-HALVES = ("tuning", "held-out")
+"""The split's seed: fixed once, so a question stays in its half from run to run."""
+Half = Literal["look", "measure"]
+HALVES: tuple[Half, ...] = ("look", "measure")
 # Sections fetched per question: enough to find five distinct documents.
 DEPTH = 30
 
@@ -34,10 +37,16 @@ class RetrievalCase:
     section: str | None
 
     @property
-    def half(self) -> str:
-        """ "tuning" or "held-out", fixed by the id's seeded hash."""
-        digest = hashlib.sha256(f"{SPLIT_SEED}:{self.id}".encode()).digest()
-        return HALVES[digest[0] % 2]
+    def half(self) -> Half:
+        """ "look" or "measure", fixed by the id's seeded hash (`split_half`)."""
+        return split_half(self.id)
+
+
+def split_half(case_id: str) -> Half:
+    """The half a question belongs to, from a seeded hash of its id: "look" (read while
+    developing ranking) or "measure" (only measured)."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}:{case_id}".encode()).digest()
+    return HALVES[digest[0] % 2]
 
 
 @dataclass(frozen=True)
@@ -102,10 +111,11 @@ def figures(results: Sequence[RetrievalResult]) -> dict[str, float]:
     }
 
 
-def report_lines(results: Sequence[RetrievalResult]) -> list[str]:
-    """The figures per half and overall, one `label: value` line each."""
+def report_lines(results: Sequence[RetrievalResult], halves: Sequence[str] = HALVES) -> list[str]:
+    """The figures per half (of `halves`) and overall (when there are several halves), one
+    `[group] label: value` line each."""
     lines = []
-    for name in (*HALVES, "overall"):
+    for name in (*halves, "overall") if len(halves) > 1 else halves:
         part = [r for r in results if name == "overall" or r.case.half == name]
         lines.append(f"[{name}] questions: {len(part)}")
         lines.extend(f"[{name}] {label}: {value:.3f}" for label, value in figures(part).items())

@@ -26,7 +26,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequenc
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, TypeVar, cast
 
 from agents.base_agent import BaseAgent
 from agents.events import Event
@@ -44,6 +44,7 @@ DEFAULT_ROUTES = {
     "other": "support_supervisor",
 }
 FALLBACK_AGENT = "support_supervisor"
+T = TypeVar("T")
 FAILED = "(failed)"
 EVAL_APP = "routing_eval"
 Half = Literal["look", "measure"]
@@ -116,8 +117,9 @@ def load_cases(path: str | Path) -> Iterator[RoutingCase]:
                 )
 
 
-def select_every_nth(cases: Sequence[RoutingCase], count: int | None) -> list[RoutingCase]:
-    """Every (len // count)-th case from the first, as the summary evaluation selects."""
+def select_every_nth(cases: Sequence[T], count: int | None) -> list[T]:
+    """Every (len // count)-th case from the first, as the summary evaluation selects
+    (the answer evaluation selects its questions the same way)."""
     if not count or count <= 0 or count >= len(cases):
         return list(cases)
     step = len(cases) // count

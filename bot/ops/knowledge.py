@@ -93,23 +93,27 @@ async def search(
     return 0
 
 
-async def evaluate(settings: Settings, out: TextIO, docs: Path, data: Path) -> int:
+async def evaluate(
+    settings: Settings, out: TextIO, docs: Path, data: Path, *, half: str | None = None
+) -> int:
     """`knowledge eval`: index `docs`, then print retrieval hit@1/@5 of the questions in
-    `data` per half of the seeded split and overall (`bot.evals.retrieval`)."""
+    `data` per half of the seeded split and overall (`bot.evals.retrieval`); with `half`
+    ("look" or "measure"), of that half only."""
+    from bot.evals.retrieval import HALVES, load_cases, report_lines
     from bot.evals.retrieval import evaluate as run
-    from bot.evals.retrieval import load_cases, report_lines
     from storage.database import Database
 
+    cases = [c for c in load_cases(data) if half is None or c.half == half]
     db = await Database.open(settings.database_url)
     try:
         report = await sync_folder(db, docs)
         out.write(f"{docs}: {report.summary()}\n")
-        results = await run(db.knowledge, load_cases(data))
+        results = await run(db.knowledge, cases)
     except KnowledgeDocumentError as exc:
         out.write(f"knowledge eval failed: {exc}\n")
         return 1
     finally:
         await db.close()
-    for line in report_lines(results):
+    for line in report_lines(results, (half,) if half else HALVES):
         out.write(line + "\n")
     return 0

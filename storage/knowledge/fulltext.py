@@ -2,7 +2,7 @@
 
 SQLite: an FTS5 table whose rowid is the section's `pk`, ranked by `bm25()` with the
 title and heading columns weighted above the body. PostgreSQL: one weighted `tsvector`
-per section (title A, heading B, body D) under a GIN index, ranked by `ts_rank_cd`.
+per section (title A, heading B, body D) under a GIN index, ranked by `ts_rank`.
 Queries are the OR of the given terms, which `agents.words.query_terms`
 has already reduced to alphanumeric words (nothing of the user's text reaches the query
 syntax unquoted).
@@ -21,14 +21,8 @@ from agents.knowledge.ranking import CorpusStats
 # bm25() column weights: title, heading, body. A heading that names the topic is worth
 # more than the same words in a long body.
 SQLITE_WEIGHTS = (4.0, 4.0, 1.0)
-# ts_rank_cd weights for D (body), C, B (heading), A (title).
+# ts_rank weights for D (body), C, B (heading), A (title).
 POSTGRES_WEIGHTS = "{0.25, 0.4, 1.0, 1.0}"
-
-_SELECT = (
-    "SELECT s.section_id, s.doc_id, s.collection, d.title, d.url, s.heading, s.body, {score}"
-    " AS score FROM {source} JOIN knowledge_sections s ON s.pk = {key}"
-    " JOIN knowledge_documents d ON d.doc_id = s.doc_id"
-)
 
 
 async def add_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
@@ -79,17 +73,19 @@ async def field_lengths(conn: AsyncConnection) -> tuple[int, float, float, float
 async def corpus_stats(
     conn: AsyncConnection, terms: Sequence[str], lengths: tuple[int, float, float, float]
 ) -> CorpusStats:
-    """`lengths` (from `field_lengths`) with each term's document frequency."""
+    """`lengths` (from `field_lengths`) with each term's document frequency, counted in
+    one statement (one round trip, whatever the number of terms)."""
     if conn.dialect.name == "sqlite":
-        count = "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :term"
-        quoted = [f'"{t}"' for t in terms]
+        count = "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :t{n}"
+        params = {f"t{n}": f'"{t}"' for n, t in enumerate(terms)}
     else:
-        count = "SELECT count(*) FROM knowledge_fts WHERE document @@ to_tsquery('english', :term)"
-        quoted = list(terms)
-    doc_freq = {
-        term: int((await conn.execute(sa.text(count), {"term": q})).scalar_one())
-        for term, q in zip(terms, quoted, strict=True)
-    }
+        count = "SELECT count(*) FROM knowledge_fts WHERE document @@ to_tsquery('english', :t{n})"
+        params = {f"t{n}": t for n, t in enumerate(terms)}
+    statement = " UNION ALL ".join(
+        f"SELECT {n} AS n, ({count.format(n=n)}) AS df" for n in range(len(terms))
+    )
+    counts = {int(n): int(df) for n, df in await conn.execute(sa.text(statement), params)}
+    doc_freq = {term: counts.get(n, 0) for n, term in enumerate(terms)}
     sections, avg_title, avg_heading, avg_body = lengths
     return CorpusStats(sections, doc_freq, avg_title, avg_heading, avg_body)
 
@@ -97,33 +93,35 @@ async def corpus_stats(
 async def candidates(
     conn: AsyncConnection, terms: Sequence[str], collections: Sequence[str] | None, limit: int
 ) -> list[sa.Row[Any]]:
-    """The best `limit` sections for the OR of `terms` (higher `score` is better)."""
+    """The best `limit` sections for the OR of `terms` (higher `score` is better).
+
+    The full-text index alone ranks the matches and keeps the best `limit`; only those
+    are joined to their sections and documents (joining every match first read and
+    hashed the whole section table, and most of the time went there)."""
     params: dict[str, Any] = {"limit": limit}
+    within = " AND s.collection IN :collections" if collections else ""
     if conn.dialect.name == "sqlite":
         params["query"] = " OR ".join(f'"{t}"' for t in terms)
         weights = ", ".join(str(w) for w in SQLITE_WEIGHTS)
-        sql = (
-            _SELECT.format(
-                score=f"-bm25(knowledge_fts, {weights})",
-                source="knowledge_fts",
-                key="knowledge_fts.rowid",
-            )
+        ranked = (
+            f"SELECT f.rowid AS pk, -bm25(knowledge_fts, {weights}) AS score"
+            " FROM knowledge_fts f"
+            + (" JOIN knowledge_sections s ON s.pk = f.rowid" if collections else "")
             + " WHERE knowledge_fts MATCH :query"
         )
     else:
         params["query"] = " | ".join(terms)
-        sql = (
-            _SELECT.format(
-                score=f"ts_rank_cd('{POSTGRES_WEIGHTS}', f.document, q, 1)",
-                source="knowledge_fts f",
-                key="f.section_pk",
-            )
+        ranked = (
+            f"SELECT f.section_pk AS pk, ts_rank('{POSTGRES_WEIGHTS}', f.document, q, 1) AS score"
+            " FROM knowledge_fts f"
+            + (" JOIN knowledge_sections s ON s.pk = f.section_pk" if collections else "")
             + ", to_tsquery('english', :query) q WHERE f.document @@ q"
         )
     statement = sa.text(
-        sql
-        + (" AND s.collection IN :collections" if collections else "")
-        + " ORDER BY score DESC LIMIT :limit"
+        "SELECT s.section_id, s.doc_id, s.collection, d.title, d.url, s.heading, s.body,"
+        f" top.score FROM ({ranked}{within} ORDER BY score DESC LIMIT :limit) top"
+        " JOIN knowledge_sections s ON s.pk = top.pk"
+        " JOIN knowledge_documents d ON d.doc_id = s.doc_id ORDER BY top.score DESC"
     )
     if collections:
         statement = statement.bindparams(sa.bindparam("collections", expanding=True))

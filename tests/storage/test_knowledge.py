@@ -108,3 +108,54 @@ async def test_knowledge_search_of_only_stopwords_or_symbols(db: Database, tmp_p
     assert await db.knowledge.search('"); DROP TABLE knowledge_fts; --') == []
     assert await db.knowledge.search("?!") == []
     assert await db.knowledge.search("refund", limit=0) == []
+
+
+async def test_knowledge_search_is_two_statements_whatever_the_query_length(
+    db: Database, tmp_path: Path
+) -> None:
+    """Candidates, then every term's document frequency in one statement: the round
+    trips do not grow with the question (the corpus lengths are read once and reused)."""
+    _sample(tmp_path)
+    await db.knowledge.sync(load_folder(tmp_path))
+    await db.knowledge.search("refund")
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    sa.event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        short = await db.knowledge.search("refund")
+        count = len(statements)
+        long = await db.knowledge.search(
+            "duplicate charge refund window invoice error access denied administrator retry"
+        )
+    finally:
+        sa.event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
+    assert short and long
+    searches = [s for s in statements if "knowledge_fts" in s]
+    assert len(searches) == 4
+    assert len(statements) - count == count
+
+
+async def test_knowledge_sync_indexes_every_document_in_four_statements(
+    db: Database, tmp_path: Path
+) -> None:
+    """Documents, sections and full-text rows are each one insert, and the sections'
+    keys one read, however many documents a sync adds."""
+    _sample(tmp_path)
+    statements: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", seen)
+    try:
+        report = await db.knowledge.sync(load_folder(tmp_path))
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", seen)
+    assert len(report.added) == 3
+    inserts = [s.split("(")[0].split()[-1] for s in statements if s.startswith("INSERT")]
+    assert inserts == ["knowledge_documents", "knowledge_sections", "knowledge_fts"]
+    keys = [s for s in statements if s.startswith("SELECT knowledge_sections.section_id")]
+    assert len(keys) == 1

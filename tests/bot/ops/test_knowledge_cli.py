@@ -74,5 +74,5 @@ def test_knowledge_eval_prints_figures_per_half(
     assert "[overall] questions: 2" in out
     assert "[overall] document hit@1: 1.000" in out
     assert "[overall] section hit@5: 1.000" in out
-    halves = [line for line in out if line.split("]")[0] in ("[tuning", "[held-out")]
+    halves = [line for line in out if line.split("]")[0] in ("[look", "[measure")]
     assert sum(int(line.split(": ")[1]) for line in halves if "questions:" in line) == 2
