@@ -30,6 +30,8 @@ from agents.llm.decide_first.function_layout import NAME_KEY, function_names, fu
 from agents.llm.decide_first.observers import Decision, current_observers
 from agents.llm.decide_first.prompts import decision_request
 from agents.llm.decide_first.step import Step
+from agents.llm.decide_first.transcript import latest_message
+from agents.llm.example_vote import fused
 from agents.metrics import REGISTRY
 from agents.models.base import Content, LlmRequest
 from agents.models.profile import ChoiceScoring, DecisionLayout
@@ -56,7 +58,7 @@ async def decide(
     else:
         asked = [_layout(step, layout, choices) for layout in step.layouts]
         scoring = step.scoring if len(asked) == 1 else _scoring_together(step.scoring)
-        choice = await _read(step, choices, asked, scoring)
+        choice = await _read(step, choices, asked, scoring, vote=True)
     seconds = time.perf_counter() - started
     if not record:
         return choice
@@ -73,13 +75,20 @@ async def decide(
 
 
 async def _read(
-    step: Step, choices: Sequence[Choice], asked: Sequence[_Asked], scoring: ChoiceScoring
+    step: Step,
+    choices: Sequence[Choice],
+    asked: Sequence[_Asked],
+    scoring: ChoiceScoring,
+    *,
+    vote: bool = False,
 ) -> Choice:
     """The choice when the model is asked each way in `asked`. One way is read as
     `scoring` says (`agents.llm.decide_first.choice_scores`). Several are each read by
     their log-probabilities (less their priors, when calibrating), as log-probabilities
-    over these options alone, and added: where the ways disagree, the surer one wins.
-    An answer without log-probabilities leaves the first way's constrained answer."""
+    over these options alone, and averaged: where the ways disagree, the surer one wins.
+    With `vote`, the examples' vote is added to the log-probabilities
+    (`agents.llm.example_vote`). An answer without log-probabilities leaves the first
+    way's constrained answer: a vote needs the model's sureness to weigh against."""
     greedy: Choice | None = None
     total: dict[str, float] = {}
     for ask in asked:
@@ -93,12 +102,13 @@ async def _read(
             return greedy
         if scoring == "calibrated":
             scores = calibrated(scores, await _prior(step, ask, request, names))
-        if len(asked) == 1:
-            return choices[names.index(pick(scores, names[index]))]
         shares = log_softmax(scores)
         for choice, name in zip(choices, names, strict=True):
-            total[choice.name] = total.get(choice.name, 0.0) + shares[name]
+            total[choice.name] = total.get(choice.name, 0.0) + shares[name] / len(asked)
     assert greedy is not None
+    if vote:
+        message = latest_message(step.request.contents)
+        total = fused(total, message, dict(step.options.known_by))
     best = pick(total, greedy.name)
     return next(c for c in choices if c.name == best)
 

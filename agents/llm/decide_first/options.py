@@ -34,6 +34,9 @@ class StepOptions:
     """What a reply must not recite: the instruction's own words, without the state values
     filled into it (a pipeline step's input, e.g. `{diagnosis}`, is data a reply may and
     should repeat). Empty: the whole `instruction`."""
+    known_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each agent among the options (the targets and the agent itself) with the texts it
+    is known by: its description and its routing examples (`agents.llm.example_vote`)."""
 
     @property
     def unnamed(self) -> tuple[str, ...]:
@@ -102,6 +105,10 @@ def step_options(agent: StepAgent, ctx: InvocationContext, instruction: str) -> 
         called=frozenset(called),
         others=tuple(sorted(_internal_names(agent, targets))),
         own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
+        known_by=(
+            *((t.name, (t.description, *t.examples)) for t in targets if t.name not in senders),
+            (agent.name, (agent.description, *agent.examples)),
+        ),
     )
 
 
