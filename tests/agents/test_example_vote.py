@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.llm.example_vote import WEIGHT, fused, shares
+from agents.llm.example_vote import WEIGHT, fused, known_texts, shares
 from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel
 from agents.tree import build_support_tree
@@ -31,16 +31,28 @@ SCORED = ModelProfile(native_tools=False, decide_first=True, choice_scoring="log
 
 def test_each_agent_scores_the_share_of_the_message_its_words_hold() -> None:
     vote = shares("the app crashed after I was charged", KNOWN)
-    assert vote == pytest.approx({"billing": 1 / 3, "tech": 2 / 3, "front": 0.0})
+    assert vote == pytest.approx({"billing": 1 / 5, "tech": 2 / 5, "front": 0.0})
     # A word every agent holds says nothing; a message of unknown words moves no agent.
     everywhere = {name: (*texts, "our service") for name, texts in KNOWN.items()}
     assert shares("service", everywhere) == {"billing": 0.0, "tech": 0.0, "front": 0.0}
     assert shares("the weather in Lisbon", KNOWN) == {"billing": 0.0, "tech": 0.0, "front": 0.0}
+    # Two words only billing holds, and the one unknown word counted more: half of it.
     # Options that are not agents (a tool) keep their score.
     scores = {"billing": -1.0, "tech": -1.0, "front": -1.0, "rules_tool": -1.0}
     assert fused(scores, "You charged me twice", KNOWN) == pytest.approx(
-        {"billing": -1.0 + WEIGHT, "tech": -1.0, "front": -1.0, "rules_tool": -1.0}
+        {"billing": -1.0 + WEIGHT / 2, "tech": -1.0, "front": -1.0, "rules_tool": -1.0}
     )
+
+
+def test_an_agent_is_known_by_its_name_what_it_owns_and_its_examples() -> None:
+    texts = known_texts(
+        "billing_desk", "Refunds and invoices. Not deliveries or parcels.", ["Charged twice!"]
+    )
+    assert texts == ("billing desk", "Refunds and invoices.", "Charged twice!")
+    known = {"billing_desk": texts, "front_desk": known_texts("front_desk", "Parcels.", [])}
+    # "parcel" is only in what billing does not own; "bill" is in its name.
+    assert shares("where is my parcel", known)["billing_desk"] == 0.0
+    assert shares("a question about my bill", known)["billing_desk"] > 0.0
 
 
 @pytest.mark.parametrize(
