@@ -6,8 +6,9 @@ counts as the workflow the supervisor transferred to, e.g. `fix_writer` is
 `tech_support`) is compared with the dataset's `expected_route`, mapped to the tree's
 agents by `RouteMap`. The report gives the accuracy overall and per expected agent (so a
 skewed set cannot hide a route the model never takes), a confusion table (overall and per
-source), the seconds per routing decision, how many replies pretended an action, and for
-each miss the tree's routing examples closest to its message.
+source), the seconds per routing decision, how many replies pretended an action, how many
+root decisions the examples' vote changed (and what the model alone would have scored),
+and for each miss the tree's routing examples closest to its message.
 
 A dataset can be split once into two fixed halves by a seeded hash of each case's id
 (`split_half`): a team looks at one half while it writes its descriptions and examples,
@@ -154,6 +155,9 @@ class CaseResult:
     source: str = ""
     closest: tuple[NearExample, ...] = ()
     """For a miss: the tree's routing examples closest to the message."""
+    unvoted: str | None = None
+    """The agent the model itself chose, when the examples' vote changed the root's first
+    decision (`agents.llm.example_vote`); None when it did not."""
 
 
 @dataclass
@@ -208,6 +212,20 @@ class RoutingReport:
             out.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
         return out
 
+    def vote_line(self) -> str:
+        """How many root decisions the examples' vote changed, each way, and the accuracy
+        the model's own choices would have had."""
+        changed = [r for r in self.results if r.unvoted is not None]
+        fixed = sum(r.answered == r.expected for r in changed)
+        broken = sum(r.unvoted == r.expected for r in changed)
+        alone = sum(r.expected == (r.unvoted or r.answered) for r in self.results)
+        share = alone / len(self.results) if self.results else 0.0
+        return (
+            f"decisions the examples' vote changed: {len(changed)} ({fixed} to the expected "
+            f"agent, {broken} away from it); the model alone: {share:.1%} ({alone} of "
+            f"{len(self.results)})"
+        )
+
     def lines(self) -> list[str]:
         """Accuracy and the confusion table overall, then per source (when there are
         several), seconds per decision, pretend actions and refund promises."""
@@ -216,6 +234,7 @@ class RoutingReport:
         if len(sources) > 1:
             for source, report in sources.items():
                 out.extend([*report.accuracy_lines(f"source {source}"), ""])
+        out.append(self.vote_line())
         seconds = [r.decision_seconds for r in self.results if r.decision_seconds is not None]
         if seconds:
             out.append(
@@ -255,7 +274,8 @@ def promises_refund(text: str) -> bool:
 
 def case_line(case: RoutingCase, result: CaseResult) -> str:
     """One case as it finishes: right or wrong, expected and answered agent, the decision's
-    seconds and the start of the message; under a miss, the closest routing examples."""
+    seconds and the start of the message; under it, the model's own choice when the
+    examples' vote overruled it, and under a miss the closest routing examples."""
     mark = "ok " if result.expected == result.answered else "NO "
     seconds = (
         f"{result.decision_seconds:5.1f}s" if result.decision_seconds is not None else "     -"
@@ -266,6 +286,8 @@ def case_line(case: RoutingCase, result: CaseResult) -> str:
     )
     if result.pretend_shown:  # what reached the user, to see what the check missed
         line += f"\n      shown: {' '.join(result.reply.split())[:200]}"
+    if result.unvoted is not None:
+        line += f"\n      the examples' vote overruled the model's {result.unvoted}"
     if result.expected != result.answered:
         line += "\n" + closest_line(result.closest)
     return line
@@ -357,6 +379,9 @@ async def evaluate_routing(
             policy_consulted=policy_tool in called,
             reply=reply,
             source=case.source,
+            unvoted=owning_branch(root, first.unvoted)
+            if first and first.unvoted and first.unvoted != first.choice
+            else None,
         )
         if result.expected != result.answered:
             near = closest_examples(case.message, root.walk())

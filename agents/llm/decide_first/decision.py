@@ -30,6 +30,8 @@ from agents.llm.decide_first.function_layout import NAME_KEY, function_names, fu
 from agents.llm.decide_first.observers import Decision, current_observers
 from agents.llm.decide_first.prompts import decision_request
 from agents.llm.decide_first.step import Step
+from agents.llm.decide_first.transcript import latest_message
+from agents.llm.example_vote import fused
 from agents.metrics import REGISTRY
 from agents.models.base import Content, LlmRequest
 from agents.models.profile import ChoiceScoring, DecisionLayout
@@ -52,11 +54,11 @@ async def decide(
     not)."""
     started = time.perf_counter()
     if build is not None:
-        choice = await _read(step, choices, [_Asked(build)], step.scoring)
+        choice, unvoted = await _read(step, choices, [_Asked(build)], step.scoring)
     else:
         asked = [_layout(step, layout, choices) for layout in step.layouts]
         scoring = step.scoring if len(asked) == 1 else _scoring_together(step.scoring)
-        choice = await _read(step, choices, asked, scoring)
+        choice, unvoted = await _read(step, choices, asked, scoring, vote=True)
     seconds = time.perf_counter() - started
     if not record:
         return choice
@@ -68,18 +70,26 @@ async def decide(
     )
     observers = current_observers.get()
     for notify in observers.decisions if observers else ():
-        notify(Decision(step.options.agent, choice.name, choice.kind, seconds))
+        notify(Decision(step.options.agent, choice.name, choice.kind, seconds, unvoted))
     return choice
 
 
 async def _read(
-    step: Step, choices: Sequence[Choice], asked: Sequence[_Asked], scoring: ChoiceScoring
-) -> Choice:
+    step: Step,
+    choices: Sequence[Choice],
+    asked: Sequence[_Asked],
+    scoring: ChoiceScoring,
+    *,
+    vote: bool = False,
+) -> tuple[Choice, str]:
     """The choice when the model is asked each way in `asked`. One way is read as
     `scoring` says (`agents.llm.decide_first.choice_scores`). Several are each read by
     their log-probabilities (less their priors, when calibrating), as log-probabilities
-    over these options alone, and added: where the ways disagree, the surer one wins.
-    An answer without log-probabilities leaves the first way's constrained answer."""
+    over these options alone, and averaged: where the ways disagree, the surer one wins.
+    With `vote`, the examples' vote is added to the log-probabilities
+    (`agents.llm.example_vote`). An answer without log-probabilities leaves the first
+    way's constrained answer: a vote needs the model's sureness to weigh against. Returns
+    the choice and the name the model chose before the vote."""
     greedy: Choice | None = None
     total: dict[str, float] = {}
     for ask in asked:
@@ -90,17 +100,19 @@ async def _read(
         greedy = greedy or choices[index]
         scores = option_scores(response.logprobs, names, key=ask.key)
         if scores is None or scoring == "greedy":
-            return greedy
+            return greedy, greedy.name
         if scoring == "calibrated":
             scores = calibrated(scores, await _prior(step, ask, request, names))
-        if len(asked) == 1:
-            return choices[names.index(pick(scores, names[index]))]
         shares = log_softmax(scores)
         for choice, name in zip(choices, names, strict=True):
-            total[choice.name] = total.get(choice.name, 0.0) + shares[name]
+            total[choice.name] = total.get(choice.name, 0.0) + shares[name] / len(asked)
     assert greedy is not None
+    unvoted = pick(total, greedy.name)
+    if vote:
+        message = latest_message(step.request.contents)
+        total = fused(total, message, dict(step.options.known_by))
     best = pick(total, greedy.name)
-    return next(c for c in choices if c.name == best)
+    return next(c for c in choices if c.name == best), unvoted
 
 
 def _layout(step: Step, layout: DecisionLayout, choices: Sequence[Choice]) -> _Asked:

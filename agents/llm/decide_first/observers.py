@@ -13,12 +13,14 @@ from agents.llm.decide_first.pretend_actions import PretendAction
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision as observed by `observe_decisions`: who chose what, how fast."""
+    """One decision as observed by `observe_decisions`: who chose what, how fast, and
+    what the model chose before the examples' vote (`agents.llm.example_vote`)."""
 
     agent: str
     choice: str
     kind: ChoiceKind
     seconds: float
+    unvoted: str = ""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Protocol
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.llm.decide_first.choices import Choice
+from agents.llm.example_vote import known_texts
 from agents.llm.instructions import template_words
 from agents.llm.routing_examples import described
 from agents.models.base import ToolDeclaration
@@ -34,6 +35,9 @@ class StepOptions:
     """What a reply must not recite: the instruction's own words, without the state values
     filled into it (a pipeline step's input, e.g. `{diagnosis}`, is data a reply may and
     should repeat). Empty: the whole `instruction`."""
+    known_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each agent among the options (the targets and the agent itself) with the texts it
+    is known by: its description and its routing examples (`agents.llm.example_vote`)."""
 
     @property
     def unnamed(self) -> tuple[str, ...]:
@@ -93,15 +97,20 @@ def step_options(agent: StepAgent, ctx: InvocationContext, instruction: str) -> 
     senders = {e.author for e in events if e.actions.transfer_to_agent == agent.name}
     called = {c.name for e in events if e.author == agent.name for c in e.function_calls}
     targets = agent.transfer_targets()
+    offered = [t for t in targets if t.name not in senders]
     return StepOptions(
         agent=agent.name,
         description=described(agent),
         instruction=instruction,
-        targets=tuple((t.name, described(t)) for t in targets if t.name not in senders),
+        targets=tuple((t.name, described(t)) for t in offered),
         tools=tuple(t.declaration() for t in agent.tools),
         called=frozenset(called),
         others=tuple(sorted(_internal_names(agent, targets))),
         own_words=template_words(agent.instruction) if isinstance(agent.instruction, str) else "",
+        known_by=(
+            *((t.name, known_texts(t.name, t.description, t.examples)) for t in offered),
+            (agent.name, known_texts(agent.name, agent.description, agent.examples)),
+        ),
     )
 
 

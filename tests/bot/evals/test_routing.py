@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agents.llm.routing_examples import NearExample
 from agents.models.base import LlmRequest
+from agents.models.profile import ModelProfile
 from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
 from bot.evals.routing import (
@@ -21,6 +22,7 @@ from bot.evals.routing import (
     promises_refund,
     split_half,
 )
+from tests.agents.test_decision_scoring import scored
 
 MESSAGES = [
     ("billing", "I was charged twice for INV-2291."),
@@ -184,3 +186,28 @@ async def test_a_miss_shows_the_closest_examples(tmp_path: Path) -> None:
     assert f'closest examples: tech_support "{result.closest[0].example}"' in line
     hit = CaseResult("tech_support", "tech_support", closest=(NearExample("a", "b", 1.0),))
     assert "closest" not in case_line(cases[0], hit)
+
+
+async def test_the_report_counts_the_decisions_the_examples_vote_changed() -> None:
+    """The model leans a little to answering a double charge itself; billing's description
+    and examples hold the message's words, so the vote sends it to billing, and the report
+    says so beside what the model alone would have scored."""
+    cases = [RoutingCase("c1", "You took money twice for my invoice", "billing", "test")]
+    leaning = {"support": -0.8, "billing": -1.1, "tech": -2.5, "policy": -4.0}
+    model = ScriptedModel(
+        [scored("support_supervisor", leaning)],
+        profile=ModelProfile(native_tools=False, decide_first=True, choice_scoring="logprobs"),
+    )
+    report = await evaluate_routing(
+        cases, tree=lambda: build_support_tree(model=model), routes=RouteMap(), route_only=True
+    )
+    model.assert_complete()
+    (result,) = report.results
+    assert (result.answered, result.unvoted) == ("billing_agent", "support_supervisor")
+    assert report.vote_line() == (
+        "decisions the examples' vote changed: 1 (1 to the expected agent, 0 away from it); "
+        "the model alone: 0.0% (0 of 1)"
+    )
+    assert "the examples' vote overruled the model's support_supervisor" in case_line(
+        cases[0], result
+    )
