@@ -99,6 +99,14 @@ async def test_knowledge_cited_reply_shows_its_sources_line(
     stored = await _stored_reply(database, "1700001000.000100")
     assert stored[CHECK_KEY] == "supported"
     assert "policies/refund-policy#duplicate-charges" in {s["id"] for s in stored[SOURCES_KEY]}
+    # Counted on /metrics and in `support-bot stats`.
+    assert bot.http is not None
+    async with bot.http.get(f"{bot.url}/metrics") as response:
+        page = await response.text()
+    assert (
+        'support_bot_knowledge_checks_total{agent="billing_agent",outcome="supported"}' in page
+    )
+    assert (await database.stats.collect()).knowledge_checks == {"supported": 1}
     model.assert_complete()
 
 
