@@ -38,8 +38,23 @@ REGISTRY.describe(
 )
 
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|\n|$)|[.!?\n]")
+# A reply admitting the documentation does not answer: "I could not find that in the
+# documentation", "the sections do not mention ...", "there is no information about ...".
+_NOT_FOUND = re.compile(
+    r"(?i)\b(?:could ?n[o']?t|can ?n[o']?t|cannot|unable to|did ?n[o']?t|do ?n[o']?t) "
+    r"(?:find|locate|see)\b[^.!?\n]{0,80}\b(?:documentation|sections?|documents?|information)\b"
+    r"|\b(?:documentation|sections?|documents?) (?:do(?:es)? ?n[o']?t|don't|doesn't) "
+    r"(?:say|mention|cover|contain|answer|include|provide)\b"
+    r"|\bno (?:information|details|mention) (?:about|on|of|regarding)\b"
+)
 # A decimal point or a dotted code is not a sentence end.
 _PROTECTED_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def says_not_found(reply: str) -> bool:
+    """Whether `reply` says the documentation does not answer the question (as it is told
+    to): it is then sent as the honest answer, with its offer of a person."""
+    return _NOT_FOUND.search(reply) is not None
 
 
 def unsupported(reply: str, evidence: Sequence[str]) -> list[Value]:

@@ -35,6 +35,7 @@ from agents.knowledge.reply_check import (
     CheckOutcome,
     count,
     problems_text,
+    says_not_found,
     stripped,
     unsupported,
 )
@@ -146,6 +147,8 @@ class Grounding:
         evidence = [*(h.text for h in self.hits), *(f"{h.title} {h.heading}" for h in self.hits)]
         evidence += conversation_texts(events)
         draft = response.text
+        if says_not_found(draft):
+            return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")
         found = unsupported(draft, evidence)
         if not found:
             return self._settled(agent, response, draft, "supported")

@@ -170,3 +170,14 @@ async def test_small_talk_is_not_grounded(db: Database) -> None:
     assert (await conversation.send("thanks!"))[-1] == ("billing_agent", "You're welcome!")
     assert CHECK_KEY not in (await _reply(conversation)).custom_metadata
     model.assert_complete()
+
+
+async def test_reply_saying_the_documents_do_not_answer_is_the_honest_answer(
+    db: Database,
+) -> None:
+    model = _to_billing("I could not find anything about a card surcharge in the sections.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
+    assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "not_found"
+    model.assert_complete()

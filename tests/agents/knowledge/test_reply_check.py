@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.knowledge.reply_check import stripped, unsupported
+from agents.knowledge.reply_check import says_not_found, stripped, unsupported
 from agents.knowledge.values import Value, states, values
 
 SECTION = (
@@ -68,3 +68,20 @@ def test_stripped_reply_keeps_only_the_sentences_with_supported_values() -> None
         "The duplicate charge of 49.00 USD is refunded in full. Your card gets the money back."
     )
     assert stripped("It takes 3 business days.", found) == ""
+
+
+@pytest.mark.parametrize(
+    ("reply", "admits"),
+    [
+        ("I couldn't find that in our documentation.", True),
+        ("I could not find any information about tax benefits in the sections.", True),
+        ("The documentation does not mention a student discount.", True),
+        ("There is no information about lienholders.", True),
+        ("The duplicate charge is refunded in full.", False),
+        ("If you cannot find the invoice, check your e-mail.", False),
+    ],
+)
+def test_a_reply_admitting_the_documents_do_not_answer_is_recognised(
+    reply: str, admits: bool
+) -> None:
+    assert says_not_found(reply) is admits
