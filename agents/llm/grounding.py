@@ -77,15 +77,14 @@ class Grounding:
     """The customer's latest message asks something (it has words to search by)."""
     prefetched: bool = False
     """The sections were retrieved before the step (decide-first), not by the model."""
+    tool_called: bool = False
+    """The model called the search tool this invocation (a model with native tools)."""
 
     @property
     def active(self) -> bool:
         """Whether the step's reply is checked: it has sections, or the question went
         unanswered by the documents (searched for, nothing relevant)."""
         return bool(self.hits) or (self.asked and self.searched)
-
-    tool_called: bool = False
-    """The model called the search tool this invocation (a model with native tools)."""
 
     @property
     def searched(self) -> bool:
