@@ -103,9 +103,7 @@ async def test_knowledge_cited_reply_shows_its_sources_line(
     assert bot.http is not None
     async with bot.http.get(f"{bot.url}/metrics") as response:
         page = await response.text()
-    assert (
-        'support_bot_knowledge_checks_total{agent="billing_agent",outcome="supported"}' in page
-    )
+    assert 'support_bot_knowledge_checks_total{agent="billing_agent",outcome="supported"}' in page
     assert (await database.stats.collect()).knowledge_checks == {"supported": 1}
     model.assert_complete()
 
