@@ -209,6 +209,10 @@ def build_support_tree(
     model: Model | str | None = None,
     path: str | Path | None = None,
     output_budget: OutputBudget | None = None,
+    knowledge: KnowledgeSearch | None = None,
 ) -> BaseAgent:
-    """The support tree from `path`, or the default tree shipped with the package."""
-    return TreeSpec.from_file(path or DEFAULT_TREE).build(model=model, output_budget=output_budget)
+    """The support tree from `path`, or the default tree shipped with the package; with
+    `knowledge`, its agents that declare collections search them (`TreeSpec.build`)."""
+    return TreeSpec.from_file(path or DEFAULT_TREE).build(
+        model=model, output_budget=output_budget, knowledge=knowledge
+    )

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from agents.base_agent import BaseAgent
 from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummarizer
+from agents.knowledge.search import KnowledgeSearch
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.models.profile import ModelProfile
 from agents.runner import AfterInvocationHook, Runner
@@ -229,7 +230,7 @@ def build_runner(
     models = models or configured_models(settings)
     compaction = compaction_hook(settings, db.sessions, models.resolve(models.compaction), limit)
     return Runner(
-        agent=build_tree(settings, models),
+        agent=build_tree(settings, models, db.knowledge),
         app_name=settings.app_name,
         session_service=db.sessions,
         model_factory=models.factory,
@@ -269,11 +270,17 @@ def output_budget(settings: Settings) -> OutputBudget:
     )
 
 
-def build_tree(settings: Settings, models: Models) -> BaseAgent:
+def build_tree(
+    settings: Settings, models: Models, knowledge: KnowledgeSearch | None = None
+) -> BaseAgent:
     """A fresh support tree from `AGENT_TREE_FILE` on `MODEL`, with the configured output
-    caps."""
+    caps; with `knowledge` (the database's index), agents that declare collections in the
+    tree search them."""
     return build_support_tree(
-        path=settings.agent_tree_file, model=models.main, output_budget=output_budget(settings)
+        path=settings.agent_tree_file,
+        model=models.main,
+        output_budget=output_budget(settings),
+        knowledge=knowledge,
     )
 
 

@@ -53,6 +53,8 @@ class Stats:
     threads_flagged: int = 0
     # Feedback clicks on replies per (agent, value), one per person and reply.
     feedback: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Knowledge-grounded replies by the outcome of their check (supported, rewritten, ...).
+    knowledge_checks: dict[str, int] = field(default_factory=dict)
 
 
 class StatsStore:
@@ -110,6 +112,7 @@ class StatsStore:
                     events.c.data.like('%"transfer_to_agent":"%'),
                     events.c.data.like('%"compaction":{%'),
                     events.c.data.like('%"error_code":"%'),
+                    events.c.data.like('%"knowledge_check":"%'),
                 ),
             )
             for (data,) in await conn.execute(interesting):
@@ -142,3 +145,6 @@ def _count_event(stats: Stats, data: str) -> None:
         stats.compactions += 1
     if event.get("error_code"):
         stats.failed_turns += 1
+    check = (event.get("custom_metadata") or {}).get("knowledge_check")
+    if isinstance(check, str):
+        stats.knowledge_checks[check] = stats.knowledge_checks.get(check, 0) + 1

@@ -22,7 +22,13 @@ class KnowledgeHit:
 
     def source(self) -> dict[str, Any]:
         """The citation kept in a reply's `custom_metadata["knowledge_sources"]`."""
-        return {"id": self.id, "title": self.title, "heading": self.heading, "url": self.url}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "heading": self.heading,
+            "url": self.url,
+            "collection": self.collection,
+        }
 
 
 class KnowledgeSearch(Protocol):

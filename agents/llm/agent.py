@@ -26,6 +26,7 @@ from agents.errors import AgentRuntimeError
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.history import build_contents, current_turn_contents
 from agents.llm.decide_first import respond, step_options
+from agents.llm.grounding import ground
 from agents.llm.instructions import inject_state
 from agents.llm.streaming import TextSink, call_streaming, streams, with_partials
 from agents.llm.transfer import TRANSFER_TOOL, transfer_declaration, transfer_instruction
@@ -106,8 +107,6 @@ class LlmAgent(BaseAgent):
             targets.extend(peer for peer in parent.sub_agents if peer is not self)
         return targets
 
-    # -- model -----------------------------------------------------------------
-
     def resolve_model(self, ctx: InvocationContext) -> Model:
         """This agent's model, else the nearest LLM ancestor's, else the runner's default."""
         agent: BaseAgent | None = self
@@ -123,8 +122,6 @@ class LlmAgent(BaseAgent):
         if ctx.default_model is None:
             raise AgentRuntimeError(f"agent {self.name!r} has no model", agent_name=self.name)
         return ctx.default_model
-
-    # -- request ---------------------------------------------------------------
 
     async def _instruction(self, ctx: InvocationContext) -> str:
         if callable(self.instruction):
@@ -186,11 +183,14 @@ class LlmAgent(BaseAgent):
 
     async def _step(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         model = self.resolve_model(ctx)
-        request = await self.build_request(ctx, model)
-        # Decide-first models and the pretend-action check: see agents.llm.decide_first.
-        # Each of the step's model calls goes through `_call_model` (budget, model callbacks).
-        options = step_options(self, ctx, await self._instruction(ctx))
-        if streams(ctx, model):
+        # Knowledge and the reply's check: agents.llm.grounding; decide-first models and the
+        # pretend-action check: agents.llm.decide_first. Each model call: `_call_model`.
+        grounding = await ground(self.tools, ctx, model.profile, self.name)
+        request, options = grounding.instruct(
+            await self.build_request(ctx, model),
+            step_options(self, ctx, await self._instruction(ctx)),
+        )
+        if streams(ctx, model) and not grounding.active:
             response: LlmResponse | None = None
 
             def work(on_text: TextSink) -> Awaitable[LlmResponse]:
@@ -212,6 +212,10 @@ class LlmAgent(BaseAgent):
                 options,
                 generate=lambda step_request: self._call_model(ctx, model, step_request),
             )
+        response, metadata = await grounding.settle(
+            self.name, response, ctx.session.events, request, options.instruction,
+            rewrite=lambda again: self._call_model(ctx, model, again),
+        )  # fmt: skip
         parts = response.parts or (Part(text=""),)
         event = Event(
             invocation_id=ctx.invocation_id,
@@ -223,6 +227,7 @@ class LlmAgent(BaseAgent):
             finish_reason=response.finish_reason,
             error_code=response.error_code,
             error_message=response.error_message,
+            custom_metadata=metadata,
         )
         if not event.function_calls:
             event = self._with_output(event)

@@ -37,6 +37,12 @@ def stats_rows(stats: Stats) -> list[Row]:
     for (source, target), count in sorted(stats.transfers.items()):
         rows.append((f"transfers {source} → {target}", str(count)))
     rows += _feedback_rows(stats.feedback)
+    rows.append(
+        (
+            "knowledge-grounded replies",
+            ", ".join(f"{n} {o}" for o, n in sorted(stats.knowledge_checks.items())) or "0",
+        )
+    )
     count = int(summaries.get("count", 0))
     rows += [
         ("compactions written", str(stats.compactions)),

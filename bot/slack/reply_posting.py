@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 
+from agents.knowledge.reply_check import reply_sources
 from agents.runner import find_agent_to_run
 from bot.slack.assistant.status import TurnStatus
 from bot.slack.message_ts import ReplyMessage, stamped
@@ -34,6 +35,7 @@ from bot.slack.render.blocks import (
 )
 from bot.slack.render.limits import SECTION_TEXT
 from bot.slack.render.mrkdwn import markdown_to_mrkdwn, split_message
+from bot.slack.render.sources import sources_blocks
 from bot.slack.reply_failures import ReplyFailures
 from bot.slack.services import BotServices
 from bot.slack.streaming import SlackStream, open_stream, reply_metadata
@@ -216,8 +218,11 @@ class ReplyPosting:
         fallback = f"{agent}: {chunks[0]}"
         if transfers:
             fallback += f" ({transfer_line(transfers)})"
-        # The feedback buttons close the reply: under its last message.
-        feedback = [feedback_block(outcome.reply.id)]
+        # The sources and the feedback buttons close the reply: under its last message.
+        feedback = [
+            *sources_blocks(reply_sources(outcome.reply.custom_metadata)),
+            feedback_block(outcome.reply.id),
+        ]
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
         first += feedback if len(chunks) == 1 else []
         identity = self.posts.identity(agent)

@@ -44,10 +44,12 @@ from slack_sdk.web.async_chat_stream import AsyncChatStream
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.events import Event
+from agents.knowledge.reply_check import reply_sources
 from agents.metrics import REGISTRY
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import feedback_block, reply_context
 from bot.slack.render.markdown import MarkdownGate, safe_markdown
+from bot.slack.render.sources import sources_blocks
 from bot.slack.timeline import Chunk, Timeline
 from storage.threads import ThreadKey
 
@@ -273,7 +275,11 @@ class SlackStream:
                     markdown_text=text[len(self.sent) :] or None,
                     chunks=self.timeline.close(),
                     # The feedback buttons close the reply, as in the placeholder flow.
-                    blocks=[reply_context(reply.author, transfers), feedback_block(reply.id)],
+                    blocks=[
+                        reply_context(reply.author, transfers),
+                        *sources_blocks(reply_sources(reply.custom_metadata)),
+                        feedback_block(reply.id),
+                    ],
                     metadata=reply_metadata(reply.author, reply.invocation_id),
                 )
             except SLACK_FAILURES as exc:

@@ -4,7 +4,8 @@ Each line is a user message in a local "thread": a row of the same thread map Sl
 threads use (team `local`, channel `terminal`), so the same session storage, compaction
 and summary agent run, and a chat resumes after a restart. Replies are prefixed with the
 agent that owns them (`[billing_agent] ...`), after the transfers that led there
-(`support_supervisor → billing_agent`).
+(`support_supervisor → billing_agent`); a reply that used the knowledge base is followed
+by the sections it cites (`Sources:`), as Slack shows them under the reply.
 
 Local commands: `/summary` prints the validated handoff record as plain text (or the
 validator's problems: never unchecked text); `/handoff <agent>` continues in a new
@@ -21,8 +22,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
+from agents.knowledge.reply_check import reply_sources, source_label
 from agents.runner import Runner
 from agents.sessions.session import Session
 from bot.config import Settings
@@ -141,6 +143,9 @@ class TerminalChat:
             return
         reply = outcome.reply
         self.say(f"[{reply.author}] {reply.text}")
+        sources = reply_sources(reply.custom_metadata)
+        if sources:
+            self.say(_sources_text(sources))
         await self.ctx.db.threads.touch(key, now=time.time(), owner_agent=reply.author)
 
     async def summary(self) -> None:
@@ -241,6 +246,15 @@ class TerminalChat:
         return await summarize_session(
             self.ctx.summarizer, session, surface=surface, deliveries=self.ctx.db.summary_deliveries
         )
+
+
+def _sources_text(sources: list[dict[str, Any]]) -> str:
+    """The sections a reply cites, one a line, each with its URL when it has one."""
+    lines = ["Sources:"]
+    for source in sources:
+        url = source.get("url")
+        lines.append(f"  - {source_label(source)}" + (f" <{url}>" if url else ""))
+    return "\n".join(lines)
 
 
 def _summary_text(summary: ThreadSummary) -> str:

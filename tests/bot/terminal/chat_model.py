@@ -4,7 +4,8 @@
 start the real `support-bot` process (piped, or in a pseudo-terminal) with
 `MODEL=openai/test MODEL_API_BASE=<base_url>` and talk to it synchronously. The
 `support_model` responder answers from what each request holds, as a model would:
-the supervisor transfers billing talk to `billing_agent`, agents answer in text, and a
+the supervisor transfers billing talk to `billing_agent`, agents answer in text (billing_agent
+searches the knowledge base first about a duplicate charge), and a
 summary request (one with a JSON schema) gets a handoff record citing the transcript.
 """
 
@@ -28,6 +29,12 @@ from tests.fakes.openai_server import (
 
 MAX_REQUESTS = 1000
 BILLING_REPLY = "Thanks, billing here. Which refund option would you like?"
+# A billing message with these words makes billing_agent search the knowledge base first.
+DUPLICATE = "charged twice"
+KNOWLEDGE_REPLY = (
+    "A duplicate charge is refunded in full to your original payment method within 5 to 10 "
+    "business days."
+)
 _LINE = re.compile(r"^\[(e\d+)\] user: (.*)$", re.MULTILINE)
 _ORDER = re.compile(r"\b[A-Z]-\d{4}\b")
 
@@ -57,6 +64,12 @@ def support_model(body: dict[str, Any]) -> Reply:
         and _last(body)["role"] == "user"
     ):
         return tool_call_reply(tool_call("transfer_to_agent", {"agent_name": "billing_agent"}))
+    messages = body.get("messages") or []
+    if any(m["role"] == "tool" and '"sections"' in str(m.get("content")) for m in messages):
+        return text(KNOWLEDGE_REPLY, usage=(120, 20))
+    asked = any(m["role"] == "user" and DUPLICATE in str(m.get("content")) for m in messages)
+    if "search_knowledge" in tools and asked:
+        return tool_call_reply(tool_call("search_knowledge", {"query": "duplicate charge"}))
     if "billing" in system.lower():
         return text(BILLING_REPLY, usage=(40, 12))
     return text("Hello! How can I help?", usage=(30, 8))

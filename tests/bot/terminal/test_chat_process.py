@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bot.terminal.chat_model import BILLING_REPLY, model_server
+from tests.bot.terminal.chat_model import BILLING_REPLY, KNOWLEDGE_REPLY, model_server
 from tests.fakes.openai_server import FakeOpenAIServer
 
 BIN = Path(sys.executable).with_name("support-bot")
@@ -85,6 +85,24 @@ def test_chat_piped_session_transfers_summarises_and_resumes(
     assert len(lines) == 2
     assert lines[0].startswith("*  1  ") and "active" in lines[0] and "billing_agent" in lines[0]
     assert lines[1] == f"[billing_agent] {BILLING_REPLY}"
+
+
+def test_chat_piped_reply_from_the_knowledge_base_prints_its_sources(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    env = chat_env(server, tmp_path / "chat.db")
+    done = piped(env, "I was charged twice for invoice INV-2291, can I get a refund?\n")
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[:3] == [
+        "support_supervisor → billing_agent",
+        f"[billing_agent] {KNOWLEDGE_REPLY}",
+        "Sources:",
+    ]
+    assert (
+        "  - Refund policy (sample) › Duplicate charges <https://help.example.com/policies/refunds>"
+        in lines[3:]
+    )
 
 
 def test_chat_piped_handoff_to_agent_and_person(server: FakeOpenAIServer, tmp_path: Path) -> None:

@@ -1,0 +1,113 @@
+"""The check of a knowledge-grounded reply, like the digest's: every amount, deadline,
+percentage, error code and form or policy name it states must be stated by a retrieved
+section or by the conversation (`agents.knowledge.values`).
+
+A reply that fails is written again once with its problems named; a second failure is
+sent with the sentences that hold unsupported values removed, or, when nothing would be
+left, as the honest `NOT_FOUND_TEXT`. Never as it was. The outcome is one of `OUTCOMES`,
+recorded on the reply's event (`CHECK_KEY`) and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from agents.knowledge.values import Value, states, values
+from agents.metrics import REGISTRY
+
+CheckOutcome = Literal["supported", "rewritten", "stripped", "not_found"]
+OUTCOMES: tuple[CheckOutcome, ...] = ("supported", "rewritten", "stripped", "not_found")
+SOURCES_KEY = "knowledge_sources"
+"""The reply event's `custom_metadata` key for the sections it cites."""
+CHECK_KEY = "knowledge_check"
+"""The reply event's `custom_metadata` key for the check's outcome (one of `OUTCOMES`)."""
+
+NOT_FOUND_TEXT = (
+    "I couldn't find that in our documentation, so I won't guess. If you'd like, I can "
+    "hand this conversation to a person on the support team who can look into it."
+)
+# A stripped reply shorter than this says nothing useful: the honest answer is sent.
+MIN_STRIPPED_WORDS = 6
+
+REGISTRY.describe(
+    "support_bot_knowledge_checks_total",
+    "counter",
+    "Knowledge-grounded replies by the outcome of their check, by agent",
+)
+
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|\n|$)|[.!?\n]")
+# A reply admitting the documentation does not answer: "I could not find that in the
+# documentation", "the sections do not mention ...", "there is no information about ...".
+_NOT_FOUND = re.compile(
+    r"(?i)\b(?:could ?n[o']?t|can ?n[o']?t|cannot|unable to|did ?n[o']?t|do ?n[o']?t) "
+    r"(?:find|locate|see)\b[^.!?\n]{0,80}\b(?:documentation|sections?|documents?|information)\b"
+    r"|\b(?:documentation|sections?|documents?) (?:do(?:es)? ?n[o']?t|don't|doesn't) "
+    r"(?:say|mention|cover|contain|answer|include|provide)\b"
+    r"|\bno (?:information|details|mention) (?:about|on|of|regarding)\b"
+)
+# A decimal point or a dotted code is not a sentence end.
+_PROTECTED_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def says_not_found(reply: str) -> bool:
+    """Whether `reply` says the documentation does not answer the question (as it is told
+    to): it is then sent as the honest answer, with its offer of a person."""
+    return _NOT_FOUND.search(reply) is not None
+
+
+def unsupported(reply: str, evidence: Sequence[str]) -> list[Value]:
+    """The values of `reply` that no text of `evidence` states."""
+    return [v for v in values(reply) if not any(states(text, v) for text in evidence)]
+
+
+def problems_text(found: Sequence[Value]) -> str:
+    """The problems of a failing reply, named for the model's second attempt."""
+    listed = "; ".join(f"{v.kind} {v.text!r}" for v in found)
+    return (
+        "That reply cannot be sent: it states values that neither the documentation "
+        f"sections nor the conversation state ({listed}). Write the reply again, using only "
+        "what the sections say. Leave out anything they do not say."
+    )
+
+
+def stripped(reply: str, found: Sequence[Value]) -> str:
+    """`reply` without its sentences that hold any of `found` ("" when too little is left)."""
+    masked = _PROTECTED_DOT.sub("\0", reply)
+    kept: list[str] = []
+    for piece in _SENTENCE.findall(masked):
+        sentence = piece.replace("\0", ".")
+        if any(v in values(sentence) for v in found):
+            continue
+        kept.append(sentence)
+    text = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    return text if len(text.split()) >= MIN_STRIPPED_WORDS else ""
+
+
+def count(agent: str, outcome: CheckOutcome) -> None:
+    """Count one checked reply on `/metrics`."""
+    REGISTRY.inc("support_bot_knowledge_checks_total", agent=agent, outcome=outcome)
+
+
+def reply_sources(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sections a reply event cites (`SOURCES_KEY` of its `custom_metadata`), each
+    with a string `id` and `title`; malformed entries are skipped."""
+    found = metadata.get(SOURCES_KEY)
+    if not isinstance(found, list):
+        return []
+    return [
+        dict(s)
+        for s in found
+        if isinstance(s, Mapping)
+        and isinstance(s.get("id"), str)
+        and isinstance(s.get("title"), str)
+    ]
+
+
+def source_label(source: Mapping[str, Any]) -> str:
+    """A cited section as a person reads it: "Title › heading" (the title alone for text
+    before the first heading)."""
+    heading = source.get("heading")
+    title = str(source["title"])
+    return f"{title} › {heading}" if isinstance(heading, str) and heading else title

@@ -1,0 +1,183 @@
+"""Replies grounded in the knowledge base, on the default tree from
+`agents/support_tree.yaml` over a real SQLite index of the shipped sample: on a
+decide-first model the sections are retrieved before the step; every reply's values are
+checked against the sections and the conversation, and a failing reply is written again
+once, then stripped or replaced by the honest answer. Whole conversations, played by a
+scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from agents.events import Event
+from agents.knowledge.documents import load_folder
+from agents.knowledge.reply_check import CHECK_KEY, NOT_FOUND_TEXT, SOURCES_KEY
+from agents.metrics import REGISTRY
+from agents.models.scripted import ScriptedModel, call, json_text
+from agents.tree import build_support_tree
+from bot.knowledge import SAMPLE_DIR
+from storage import Database
+from tests.agents.conversation import Conversation
+
+DUPLICATE_CHARGE = (
+    "Hi, I was charged twice for my March invoice INV-2291, 49.00 USD each time. Can I get "
+    "a refund of the duplicate?"
+)
+GROUNDED = (
+    "The duplicate 49.00 USD charge on INV-2291 is refunded in full to your original "
+    "payment method within 5 to 10 business days."
+)
+INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
+
+
+@pytest.fixture
+async def db(sqlite_url: str) -> AsyncIterator[Database]:
+    database = await Database.open(sqlite_url)
+    await database.knowledge.sync(load_folder(SAMPLE_DIR))
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+def _to_billing(*billing: str) -> ScriptedModel:
+    """The supervisor routes to billing_agent, which answers itself and is not held back
+    for the policy check; then `billing` plays the rest."""
+    return ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor's decision
+            json_text("billing_agent"),  # billing_agent answers itself
+            billing[0],  # its reply
+            json_text("no"),  # the consult check: no refund promised before the policy
+            *billing[1:],
+        ],
+        decide_first=True,
+    )
+
+
+async def _reply(conversation: Conversation) -> Event:
+    session = await conversation.runner.session_service.get_session(
+        app_name="support", user_id=conversation.user_id, session_id=conversation.session_id
+    )
+    assert session is not None
+    return [e for e in session.events if e.author == "billing_agent" and e.text][-1]
+
+
+def _checks(outcome: str) -> float:
+    return REGISTRY.get(
+        "support_bot_knowledge_checks_total", agent="billing_agent", outcome=outcome
+    )
+
+
+async def test_grounded_reply_answers_from_prefetched_sections_and_cites_them(
+    db: Database,
+) -> None:
+    before = _checks("supported")
+    model = _to_billing(GROUNDED)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", GROUNDED)
+    # The answer was written with the sections under the instruction, the search unasked.
+    answer = model.requests[2]
+    assert "Refund policy (sample) › Duplicate charges" in answer.system_instruction
+    assert "search_knowledge" not in str(model.requests[1].response_schema)
+    reply = await _reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "supported"
+    cited = reply.custom_metadata[SOURCES_KEY]
+    assert {
+        "id": "policies/refund-policy#duplicate-charges",
+        "title": "Refund policy (sample)",
+        "heading": "Duplicate charges",
+        "url": "https://help.example.com/policies/refunds",
+        "collection": "policies",
+    } in cited
+    assert _checks("supported") == before + 1
+    model.assert_complete()
+
+
+async def test_grounded_reply_with_an_invented_amount_is_written_again(db: Database) -> None:
+    before = _checks("rewritten")
+    model = _to_billing(INVENTED, GROUNDED)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", GROUNDED)
+    again = model.requests[-1]
+    assert again.tools == [] and again.contents[-2].text == INVENTED
+    assert "amount '98.00 USD'" in again.contents[-1].text
+    assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "rewritten"
+    assert _checks("rewritten") == before + 1
+    model.assert_complete()
+
+
+async def test_grounded_reply_failing_twice_is_stripped_of_its_unsupported_sentences(
+    db: Database,
+) -> None:
+    kept = "The duplicate charge on INV-2291 is refunded in full to your original payment method."
+    model = _to_billing(f"{kept} You also get a 20% discount.", "A 20% discount applies too.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", kept)
+    assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "stripped"
+    model.assert_complete()
+
+
+async def test_grounded_reply_with_nothing_true_left_is_the_honest_answer(db: Database) -> None:
+    model = _to_billing("Refunds take 45 days.", "Refunds take 60 days.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
+    reply = await _reply(conversation)
+    assert reply.custom_metadata == {SOURCES_KEY: [], CHECK_KEY: "not_found"}
+    model.assert_complete()
+
+
+async def test_question_the_documents_do_not_cover_gets_the_honest_answer(db: Database) -> None:
+    before = _checks("not_found")
+    model = _to_billing("Yes, we accept bitcoin and give a 5% discount for it.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send("Can I pay my invoices with cryptocurrency like bitcoin?")
+    assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
+    assert "has nothing on this question" in model.requests[2].system_instruction
+    assert _checks("not_found") == before + 1
+    model.assert_complete()
+
+
+async def test_native_tool_model_searches_itself_and_its_reply_is_checked(db: Database) -> None:
+    model = ScriptedModel(
+        [
+            call("transfer_to_agent", agent_name="billing_agent"),
+            call("search_knowledge", query="duplicate charge refund"),
+            INVENTED,
+            GROUNDED,
+        ]
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", GROUNDED)
+    reply = await _reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    assert "policies/refund-policy#duplicate-charges" in {
+        s["id"] for s in reply.custom_metadata[SOURCES_KEY]
+    }
+    model.assert_complete()
+
+
+async def test_small_talk_is_not_grounded(db: Database) -> None:
+    model = _to_billing("You're welcome!")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert (await conversation.send("thanks!"))[-1] == ("billing_agent", "You're welcome!")
+    assert CHECK_KEY not in (await _reply(conversation)).custom_metadata
+    model.assert_complete()
+
+
+async def test_reply_saying_the_documents_do_not_answer_is_the_honest_answer(
+    db: Database,
+) -> None:
+    model = _to_billing("I could not find anything about a card surcharge in the sections.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
+    assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "not_found"
+    model.assert_complete()
