@@ -18,7 +18,7 @@ from agents.history import ContentCache
 from agents.invocation import persist, record_event, run_and_persist
 from agents.invocation_log import InvocationLog
 from agents.llm.agent import LlmAgent
-from agents.metrics import REGISTRY, count_model_use
+from agents.metrics import REGISTRY, count_event_model_use
 from agents.models.base import Model, ModelError
 from agents.models.slot import ModelSlot
 from agents.sessions.service import SessionNotFoundError, SessionService, TransactionWrite
@@ -185,7 +185,7 @@ class Runner:
             try:
                 async for event in self._run_agent(agent, ctx):
                     current = event.author
-                    _count_model_use(event)
+                    count_event_model_use(event)
                     yield event
             except AssertionError:
                 raise
@@ -311,8 +311,3 @@ def resumable(agent: BaseAgent) -> bool:
         if node is not None and node.parent is None:
             return isinstance(node, LlmAgent)
     return True
-
-
-def _count_model_use(event: Event) -> None:
-    if event.usage is not None:
-        count_model_use(event.author, event.usage)
