@@ -10,13 +10,6 @@ previous reply has come back, so it arrives while that turn's after-invocation w
 (compaction, a window summary) runs on the one-slot server. Prints, per mode, each
 turn's reply latency (message in to final reply out), their median and maximum, and
 how many background calls yielded to a turn. Nothing here is a test.
-
-`--probe` measures one yield on the server instead (a few minutes where a conversation
-takes hours on a loaded machine): a long background answer (a window summary's size) is
-started through `YieldingModel`; `--probe-after` seconds later a short customer call
-(a decision's size) is made inside a turn; prints the customer call's latency and when
-the background answer, asked again after the turn, completed. `--probe --no-yield` makes
-the same two calls without the slot: the customer call queues behind the long answer.
 """
 
 from __future__ import annotations
@@ -74,46 +67,11 @@ async def converse(mode: str, turns: int, models: object) -> dict[str, object]:
     }
 
 
-async def probe(models: object, *, after: float, yielding: bool) -> None:
-    """One long background answer, then one short customer call `after` seconds in."""
-    from agents.events import Part
-    from agents.models.base import Content, GenerateConfig, LlmRequest
-    from agents.models.slot import ModelSlot, YieldingModel
-
-    main = models.main  # type: ignore[attr-defined]
-    slot = ModelSlot()
-    background_model = YieldingModel(main, slot) if yielding else main
-
-    def ask(text: str, tokens: int) -> LlmRequest:
-        return LlmRequest(
-            model=main.name,
-            contents=[Content(role="user", parts=(Part(text=text),))],
-            config=GenerateConfig(temperature=0.0, max_tokens=tokens),
-        )
-
-    long = ask("Write a detailed summary of a refund dispute for order A-1001, 60 lines.", 200)
-    short = ask("Answer with one word: is a refund a billing question?", 4)
-    started = time.perf_counter()
-    background = asyncio.ensure_future(background_model.generate(long))
-    await asyncio.sleep(after)
-    asked = time.perf_counter()
-    async with slot.turn():
-        await main.generate(short)
-    reply = time.perf_counter() - asked
-    print(f"customer call latency {reply:.1f}s (yield={yielding}, asked {after:.0f}s in)")
-    await background
-    done = time.perf_counter() - started
-    print(f"background answer complete at {done:.1f}s, yielded {slot.yielded}")
-
-
-async def main(turns: int, modes: list[str], args: argparse.Namespace) -> None:
+async def main(turns: int, modes: list[str]) -> None:
     from bot.config import Settings
     from bot.wiring import open_models
 
     async with open_models(Settings(_env_file=None), stderr=sys.stderr) as models:  # type: ignore[call-arg]
-        if args.probe:
-            await probe(models, after=args.probe_after, yielding=not args.no_yield)
-            return
         for mode in modes:
             result = await converse(mode, turns, models)
             latencies = result["latencies"]
@@ -130,8 +88,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--modes", default="incremental,whole")
-    parser.add_argument("--probe", action="store_true")
-    parser.add_argument("--probe-after", type=float, default=20.0)
-    parser.add_argument("--no-yield", action="store_true")
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.modes.split(","), args))
+    asyncio.run(main(args.turns, args.modes.split(",")))
