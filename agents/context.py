@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agents.errors import ModelCallLimitExceeded
-from agents.events import Event
+from agents.events import Event, Usage
 from agents.history import ContentCache
 from agents.invocation_log import InvocationLog
 from agents.sessions.service import SessionService
@@ -116,6 +116,8 @@ class ToolActions:
     escalate: bool = False
     skip_summarization: bool = False
     transfer_to_agent: str | None = None
+    model_use: dict[str, Usage] = field(default_factory=dict)
+    """What the tool's own model calls used, by agent (`FunctionResponse.model_use`)."""
 
 
 class ToolContext(ReadonlyContext):

@@ -14,43 +14,6 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class FunctionCall(_Frozen):
-    """A model's request to run a tool. `id` pairs it with its response."""
-
-    id: str = Field(default_factory=lambda: "call_" + uuid.uuid4().hex[:12])
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
-class FunctionResponse(_Frozen):
-    """The result of a tool run, answering the call with the same `id`."""
-
-    id: str
-    name: str
-    response: dict[str, Any] = Field(default_factory=dict)
-
-
-class Part(_Frozen):
-    """One piece of content: exactly one of text, function_call, function_response."""
-
-    text: str | None = None
-    function_call: FunctionCall | None = None
-    function_response: FunctionResponse | None = None
-
-    @classmethod
-    def from_text(cls, text: str) -> Part:
-        return cls(text=text)
-
-
-class CompactionInfo(_Frozen):
-    """What a compaction event covers, by event id, and the summary that replaces it."""
-
-    start_event_id: str
-    end_event_id: str
-    summary: str
-    invocation_ids: tuple[str, ...] = ()
-
-
 class Usage(_Frozen):
     """Token usage and cost of one model call (or a sum of several).
 
@@ -76,6 +39,49 @@ class Usage(_Frozen):
             cost=self.cost + other.cost,
             calls=self.calls + other.calls,
         )
+
+
+class FunctionCall(_Frozen):
+    """A model's request to run a tool. `id` pairs it with its response."""
+
+    id: str = Field(default_factory=lambda: "call_" + uuid.uuid4().hex[:12])
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class FunctionResponse(_Frozen):
+    """The result of a tool run, answering the call with the same `id`.
+
+    `model_use` is what the model calls behind the result used, by agent: an AgentTool's
+    consulted agent (and whatever it consulted in turn), whose own events stay out of the
+    caller's log. The model never sees it; `/metrics` and `support-bot stats` count it.
+    """
+
+    id: str
+    name: str
+    response: dict[str, Any] = Field(default_factory=dict)
+    model_use: dict[str, Usage] = Field(default_factory=dict)
+
+
+class Part(_Frozen):
+    """One piece of content: exactly one of text, function_call, function_response."""
+
+    text: str | None = None
+    function_call: FunctionCall | None = None
+    function_response: FunctionResponse | None = None
+
+    @classmethod
+    def from_text(cls, text: str) -> Part:
+        return cls(text=text)
+
+
+class CompactionInfo(_Frozen):
+    """What a compaction event covers, by event id, and the summary that replaces it."""
+
+    start_event_id: str
+    end_event_id: str
+    summary: str
+    invocation_ids: tuple[str, ...] = ()
 
 
 LoopExitReason = Literal["escalated", "max_iterations", "invocation_ended"]

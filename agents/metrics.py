@@ -14,7 +14,7 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
 from prometheus_client.exposition import generate_latest
 
-from agents.events import Usage
+from agents.events import Event, Usage
 
 Kind = Literal["counter", "gauge"]
 
@@ -120,6 +120,26 @@ _RUNTIME_METRICS: tuple[tuple[str, Kind, str], ...] = (
 )
 for _name, _kind, _help in _RUNTIME_METRICS:
     REGISTRY.describe(_name, _kind, _help)
+
+
+def event_model_use(event: Event) -> dict[str, Usage]:
+    """The model use `event` stands for, by agent, each with its calls counted
+    (`Usage.model_calls`): its own answer's, under its author, and what the calls behind
+    its function responses used (an AgentTool's consulted agents,
+    `FunctionResponse.model_use`)."""
+    use: dict[str, Usage] = {}
+    spent = [(event.author, event.usage)] if event.usage is not None else []
+    spent += [(a, u) for r in event.function_responses for a, u in r.model_use.items()]
+    for agent, usage in spent:
+        counted = usage.model_copy(update={"calls": usage.model_calls})
+        use[agent] = use[agent] + counted if agent in use else counted
+    return use
+
+
+def count_event_model_use(event: Event) -> None:
+    """Count everything `event` stands for (`event_model_use`) in `REGISTRY`."""
+    for agent, usage in event_model_use(event).items():
+        count_model_use(agent, usage)
 
 
 def count_model_use(agent: str, usage: Usage) -> None:

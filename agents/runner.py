@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing, nullcontext
 from functools import cache
 from typing import Any
 
@@ -17,8 +18,9 @@ from agents.history import ContentCache
 from agents.invocation import persist, record_event, run_and_persist
 from agents.invocation_log import InvocationLog
 from agents.llm.agent import LlmAgent
-from agents.metrics import REGISTRY, count_model_use
+from agents.metrics import REGISTRY, count_event_model_use
 from agents.models.base import Model, ModelError
+from agents.models.slot import ModelSlot
 from agents.sessions.service import SessionNotFoundError, SessionService, TransactionWrite
 from agents.sessions.session import Session
 
@@ -56,7 +58,9 @@ class Runner:
     `max_message_chars`, when set, bounds any one message in a model request
     (`agents.history`); unset, messages go whole (the summariser budgets its own prompt).
     After an invocation completes, the after-invocation hooks (compaction, say) run in
-    background tasks, off the reply path.
+    background tasks, off the reply path. With `model_slot` (a model that serves one
+    request at a time), each invocation holds it as a customer's turn while it runs, so
+    background calls on that model yield to it (`agents.models.slot`).
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class Runner:
         max_model_calls: int = 25,
         plugins: Sequence[BasePlugin] = (),
         max_message_chars: int | None = None,
+        model_slot: ModelSlot | None = None,
     ) -> None:
         self.agent = agent
         self.app_name = app_name
@@ -81,6 +86,7 @@ class Runner:
         self.max_model_calls = max_model_calls
         self.plugins = tuple(plugins)
         self.max_message_chars = max_message_chars
+        self.model_slot = model_slot
         # Model messages built from events, shared by every invocation (`agents.history`).
         self.contents = ContentCache()
         self._background: set[asyncio.Task[None]] = set()
@@ -102,8 +108,34 @@ class Runner:
         plugins read it from the invocation context and stamp what they need on events.
         With `streaming`, reply text also comes as partial events while it is written
         (`agents.llm.streaming`); they are never stored, and every event a run without
-        streaming yields is yielded, and stored, the same.
+        streaming yields is yielded, and stored, the same. With a `model_slot`, the whole
+        run is a customer's turn on it.
         """
+        run = self._run(
+            user_id=user_id,
+            session_id=session_id,
+            message=message,
+            custom_metadata=custom_metadata,
+            invocation_id=invocation_id,
+            streaming=streaming,
+            with_user_event=with_user_event,
+        )
+        turn = nullcontext() if self.model_slot is None else self.model_slot.turn()
+        async with turn, aclosing(run):
+            async for event in run:
+                yield event
+
+    async def _run(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        message: str,
+        custom_metadata: Mapping[str, Any] | None,
+        invocation_id: str | None,
+        streaming: bool,
+        with_user_event: TransactionWrite | None,
+    ) -> AsyncGenerator[Event, None]:
         session = await self.session_service.get_session(
             app_name=self.app_name, user_id=user_id, session_id=session_id, since_compaction=True
         )
@@ -153,7 +185,7 @@ class Runner:
             try:
                 async for event in self._run_agent(agent, ctx):
                     current = event.author
-                    _count_model_use(event)
+                    count_event_model_use(event)
                     yield event
             except AssertionError:
                 raise
@@ -279,8 +311,3 @@ def resumable(agent: BaseAgent) -> bool:
         if node is not None and node.parent is None:
             return isinstance(node, LlmAgent)
     return True
-
-
-def _count_model_use(event: Event) -> None:
-    if event.usage is not None:
-        count_model_use(event.author, event.usage)

@@ -21,11 +21,13 @@ the tree.
         runner = build_runner(settings, db, models)
         summarizer = build_summarizer(settings, db, models)
 
-`SUMMARY_MODE=whole` (the default) summarises the whole thread when a summary is needed;
-`incremental` writes a validated record per window as the thread goes (an
-after-invocation hook next to compaction, holding a slot of the process's shared
-`PriorityLimit` at digest priority, so replies go first) and merges them for digests,
-hand-offs and `/summary`.
+`SUMMARY_MODE=incremental` (the default) writes a validated record per window as the
+thread goes (an after-invocation hook next to compaction, holding a slot of the process's
+shared `PriorityLimit` at digest priority, so replies go first) and merges them for
+digests, hand-offs and `/summary`; `whole` summarises the whole thread when a summary is
+needed. On the embedded model, which answers one request at a time, summaries and
+compaction also yield its one slot to customer turns (`Models.slot`,
+`agents.models.slot`): a reply never waits behind a window summary.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from agents.compaction import Compactor, EventsCompactionConfig, LlmEventSummari
 from agents.knowledge.search import KnowledgeSearch
 from agents.models.base import LlmRequest, LlmResponse, Model, ModelError
 from agents.models.profile import ModelProfile
+from agents.models.slot import ModelSlot, YieldingModel
 from agents.runner import AfterInvocationHook, Runner
 from agents.sessions.service import SessionService
 from agents.tree import OutputBudget, build_support_tree
@@ -146,7 +149,9 @@ class Models:
     """The models one process runs on, resolved from settings once.
 
     `main` is the tree's default (`MODEL`); `summary` and `compaction` default to it.
-    Each is a litellm model string (resolved by `factory`) or a ready `Model`.
+    Each is a litellm model string (resolved by `factory`) or a ready `Model`. `slot` is
+    the embedded model's one request slot (`agents.models.slot`): customer turns hold it,
+    and summaries and compaction on that same model yield to them (None elsewhere).
     """
 
     main: ModelRef
@@ -154,10 +159,18 @@ class Models:
     compaction: ModelRef
     factory: Callable[[str], Model]
     label: str
+    slot: ModelSlot | None = None
 
     def resolve(self, ref: ModelRef) -> Model:
         """A `Model` for `ref`."""
         return self.factory(ref) if isinstance(ref, str) else ref
+
+    def background(self, ref: ModelRef) -> ModelRef:
+        """`ref` for background work: on the slotted main model, calls that yield to
+        customer turns; any other model as it is."""
+        if self.slot is None or ref is not self.main or isinstance(ref, str):
+            return ref
+        return YieldingModel(ref, self.slot)
 
 
 def configured_models(settings: Settings, local: LocalEndpoint | None = None) -> Models:
@@ -165,12 +178,15 @@ def configured_models(settings: Settings, local: LocalEndpoint | None = None) ->
     `MODEL` is unset (without it, calls fail with `LocalModelNotStarted`'s error)."""
     factory = model_factory(settings)
     main: ModelRef
+    slot = None
     if uses_local_model(settings):
         if local is None:
             main, label = LocalModelNotStarted(), "local (not started)"
         else:
             main = local.litellm_model(**profile_settings(settings))
             label = f"{local.model} (embedded, {local.api_base})"
+            # The server answers one request at a time (`bot.local_model.serve`).
+            slot = ModelSlot()
     else:
         assert settings.model is not None
         main = settings.model
@@ -183,6 +199,7 @@ def configured_models(settings: Settings, local: LocalEndpoint | None = None) ->
         compaction=settings.compaction_model or main,
         factory=factory,
         label=label,
+        slot=slot,
     )
 
 
@@ -226,9 +243,11 @@ def build_runner(
     """The support tree over the database's session service, compacting after each
     invocation on `COMPACTION_MODEL` (default: `MODEL`) and, with
     `SUMMARY_MODE=incremental`, summarising each window compaction closes (both under
-    `limit` when given)."""
+    `limit` when given, and both yielding to customer turns on the embedded model's slot)."""
     models = models or configured_models(settings)
-    compaction = compaction_hook(settings, db.sessions, models.resolve(models.compaction), limit)
+    compaction = compaction_hook(
+        settings, db.sessions, models.resolve(models.background(models.compaction)), limit
+    )
     return Runner(
         agent=build_tree(settings, models, db.knowledge),
         app_name=settings.app_name,
@@ -237,6 +256,7 @@ def build_runner(
         after_invocation=[compaction, *window_hooks(settings, db, models, limit)],
         plugins=[SlackTsPlugin(), SpeakerPlugin()],
         max_message_chars=settings.max_model_message_chars,
+        model_slot=models.slot,
     )
 
 
@@ -332,12 +352,13 @@ def build_summary_service(
 ) -> SummaryService:
     """The validated summary service on `SUMMARY_MODEL` (default: `MODEL`), with the aids
     its model needs (`summary_aids`); each run's metrics are stored when a database is
-    given. `validator` replaces the default one (for evaluations)."""
+    given. `validator` replaces the default one (for evaluations). On the embedded model
+    its calls yield to customer turns (`Models.background`)."""
     from agents.summary.service import SummaryService
 
     models = models or configured_models(settings)
     return SummaryService(
-        models.summary,
+        models.background(models.summary),
         aids=summary_aids(settings),
         model_factory=models.factory,
         validator=validator,

@@ -109,6 +109,7 @@ class StatsStore:
                 events.c.author != "user",
                 sa.or_(
                     events.c.data.like('%"usage":{%'),
+                    events.c.data.like('%"model_use":{"%'),
                     events.c.data.like('%"transfer_to_agent":"%'),
                     events.c.data.like('%"compaction":{%'),
                     events.c.data.like('%"error_code":"%'),
@@ -128,14 +129,19 @@ def _count_event(stats: Stats, data: str) -> None:
     except ValueError:
         return  # a corrupt row is reported by the session loader, not here
     author = str(event.get("author"))
-    usage = event.get("usage")
-    if isinstance(usage, dict):
-        agent = stats.usage.setdefault(author, AgentUsage())
-        # A decide-first step's answer stands for its 2-4 calls (`Usage.calls`).
-        agent.calls += max(1, int(usage.get("calls") or 0))
-        agent.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        agent.completion_tokens += int(usage.get("completion_tokens") or 0)
-        agent.cost += float(usage.get("cost") or 0.0)
+    spent = [(author, event.get("usage"))]
+    # An AgentTool's consulted agents, by name (`FunctionResponse.model_use`).
+    for part in event.get("parts") or ():
+        response = (part or {}).get("function_response") or {}
+        spent += list((response.get("model_use") or {}).items())
+    for name, usage in spent:
+        if isinstance(usage, dict):
+            agent = stats.usage.setdefault(str(name), AgentUsage())
+            # A decide-first step's answer stands for its 2-4 calls (`Usage.calls`).
+            agent.calls += max(1, int(usage.get("calls") or 0))
+            agent.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            agent.completion_tokens += int(usage.get("completion_tokens") or 0)
+            agent.cost += float(usage.get("cost") or 0.0)
     actions = event.get("actions") or {}
     target = actions.get("transfer_to_agent")
     if target:

@@ -314,8 +314,12 @@ class LlmAgent(BaseAgent):
             skip = skip or tc.actions.skip_summarization
             transfer = tc.actions.transfer_to_agent or transfer
         parts = tuple(
-            Part(function_response=FunctionResponse(id=call.id, name=call.name, response=result))
-            for call, result in zip(calls, results, strict=True)
+            Part(
+                function_response=FunctionResponse(
+                    id=call.id, name=call.name, response=result, model_use=tc.actions.model_use
+                )
+            )
+            for call, result, tc in zip(calls, results, contexts, strict=True)
         )
         event = Event(
             invocation_id=ctx.invocation_id,

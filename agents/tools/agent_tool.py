@@ -12,7 +12,7 @@ from agents.base_agent import BaseAgent
 from agents.context import InvocationContext, ToolContext
 from agents.events import Event, Part, new_invocation_id
 from agents.invocation_log import InvocationLog
-from agents.metrics import count_model_use
+from agents.metrics import event_model_use
 from agents.models.base import ToolDeclaration
 from agents.sessions.service import InMemorySessionService
 from agents.sessions.state import TEMP_PREFIX
@@ -28,11 +28,12 @@ class AgentTool(BaseTool):
     output schema the result is the validated object; otherwise `{"result": text}`. With
     `skip_summarization` the child's answer ends the caller's turn directly.
     `consult_before` describes the replies that need this agent's answer first (see
-    `ToolDeclaration.consult_before`). The child's model calls, tokens and cost are
-    counted in the metrics under its own name. With an `input_schema` (ADK's `input_schema`), the
-    caller's model is offered that schema's fields instead of one `request` string; the
-    arguments are validated against it (a mismatch goes back to the model as a tool
-    error) and the child's request message is them as JSON.
+    `ToolDeclaration.consult_before`). The child's model calls, tokens and cost ride on
+    the caller's function response (`FunctionResponse.model_use`), so `/metrics` and
+    `support-bot stats` count them under the child's own name. With an `input_schema`
+    (ADK's `input_schema`), the caller's model is offered that schema's fields instead of
+    one `request` string; the arguments are validated against it (a mismatch goes back to
+    the model as a tool error) and the child's request message is them as JSON.
     """
 
     def __init__(
@@ -128,10 +129,11 @@ class AgentTool(BaseTool):
         outcome = "raised"
         try:
             async for event in run_and_persist(self.agent, ctx):
-                if event.usage is not None:
-                    # The child's events never reach the caller's runner: its calls,
-                    # tokens and cost are counted here, under the child's name.
-                    count_model_use(event.author, event.usage)
+                # The child's events never reach the caller's log: what its calls used
+                # rides on the caller's function response, even if the child fails.
+                spent = tool_context.actions.model_use
+                for agent, usage in event_model_use(event).items():
+                    spent[agent] = spent[agent] + usage if agent in spent else usage
                 for key, value in event.actions.state_delta.items():
                     if not key.startswith(TEMP_PREFIX):
                         tool_context.state[key] = value

@@ -92,7 +92,7 @@ async def test_decision_request_allows_exactly_answer_the_targets_and_the_tool()
     [("billing_agent", "Refund of 49.00 USD is on its way."), ("tech_support", "Clear the cache.")],
 )
 async def test_a_transfer_choice_is_the_ordinary_transfer_event(target: str, text: str) -> None:
-    model = ScriptedModel([choose(target), text], decide_first=True)
+    model = ScriptedModel([choose(target), choose(target), text], decide_first=True)
     conversation = Conversation(support_tree(), model)
     turn = await conversation.send("help")
     assert turn == [
@@ -103,11 +103,12 @@ async def test_a_transfer_choice_is_the_ordinary_transfer_event(target: str, tex
         ),
         (target, text),
     ]
-    # The target answers at once: bouncing straight back to the sender is not an option,
-    # so its step is a single call.
-    assert model.requests[1].agent_name == target and model.requests[1].tools == []
+    # The target may hand the request back to the supervisor that sent it (the seed's
+    # parent rule), so it decides first, then answers.
+    assert decision_enum(model.requests[1]) == ["support_supervisor", target]
+    assert model.requests[2].agent_name == target and model.requests[2].tools == []
     # The hand-off's bookkeeping is left out of the target's view: only the request.
-    assert [c.text for c in model.requests[1].contents] == ["help"]
+    assert [c.text for c in model.requests[2].contents] == ["help"]
     # The resume rule: the next message goes to the target, which now decides between
     # answering and going back to its parent.
     model.add(
@@ -117,13 +118,13 @@ async def test_a_transfer_choice_is_the_ordinary_transfer_event(target: str, tex
         choose("support_supervisor"),  # the review sends it
     )
     turn = await conversation.send("actually, a different question")
-    assert decision_enum(model.requests[2]) == ["support_supervisor", target]
+    assert decision_enum(model.requests[3]) == ["support_supervisor", target]
     # The decision reads the earlier turns as fenced lines, each by its author.
-    assert f"customer: help\n{target}: {text}" in model.requests[2].contents[0].text
+    assert f"customer: help\n{target}: {text}" in model.requests[3].contents[0].text
     assert turn[0] == (target, ("call", "transfer_to_agent", {"agent_name": "support_supervisor"}))
     assert turn[-1] == ("support_supervisor", "Hello again.")
-    # Back at the supervisor, the agent that just handed over is not offered again.
-    assert target not in decision_enum(model.requests[3])
+    # Back at the supervisor, the agent that handed over may be handed the request back.
+    assert target in decision_enum(model.requests[4])
     model.assert_complete()
 
 
@@ -190,7 +191,12 @@ async def test_every_decide_first_call_and_the_agent_tool_childs_are_counted() -
 
 async def test_pretend_transfer_becomes_the_real_transfer() -> None:
     model = ScriptedModel(
-        [choose("support_supervisor"), PRETEND_TRANSFER, "Run the repair tool."],
+        [
+            choose("support_supervisor"),
+            PRETEND_TRANSFER,
+            choose("tech_support"),
+            "Run the repair tool.",
+        ],
         decide_first=True,
     )
     turn = await Conversation(support_tree(), model).send(
@@ -223,6 +229,7 @@ async def test_recited_instruction_becomes_the_policy_call() -> None:
             json_text({"request": "Refund a duplicate charge of 49.00 USD on INV-2291?"}),
             "ALLOWED: duplicate charges are refunded in full.",
             choose("billing_agent"),
+            choose("billing_agent"),
             "The duplicate 49.00 USD charge on INV-2291 will be refunded.",
         ],
         decide_first=True,
@@ -249,6 +256,7 @@ async def test_a_bare_claim_is_asked_again_then_settled_by_a_decision() -> None:
             choose("support_supervisor"),
             "I'll escalate this for you right away.",
             "Let me forward this to the right team.",
+            choose("billing_agent"),
             choose("billing_agent"),
             "Your invoice is attached.",
         ],
@@ -360,7 +368,7 @@ async def test_a_tree_from_yaml_with_other_names_routes_the_same_way(tmp_path: P
         ("front_desk", "front_desk", "answer")
     ]
 
-    model.add(choose("accounts"), "Refund issued.")
+    model.add(choose("accounts"), choose("accounts"), "Refund issued.")
     turn = await Conversation(
         build_support_tree(path=tmp_path / "tree.yaml", model=model), model
     ).send("refund")
@@ -438,12 +446,12 @@ async def test_a_handoff_record_reaches_a_decide_first_step_as_quoted_data_only(
 
 
 async def test_a_reply_naming_an_agent_out_of_reach_is_asked_again() -> None:
-    # billing_agent cannot go back to the supervisor that just handed over, nor reach its
-    # peer: naming either is a pretence with no action behind it.
+    # billing_agent cannot reach its peer: naming it is a pretence with no action behind it.
     model = ScriptedModel(
         [
             choose("billing_agent"),
-            "I have checked with support_supervisor: the invoice is fine.",
+            choose("billing_agent"),
+            "I have checked with tech_support: the invoice is fine.",
             "Your invoice INV-7 is attached.",
         ],
         decide_first=True,
@@ -453,4 +461,50 @@ async def test_a_reply_naming_an_agent_out_of_reach_is_asked_again() -> None:
         "Your invoice INV-7 is attached."
     ]
     assert "cannot be sent" in model.requests[-1].contents[-1].text
+    model.assert_complete()
+
+
+async def test_a_misrouted_request_is_handed_back_in_the_same_turn() -> None:
+    """The supervisor sends a crash report to billing_agent; billing_agent hands it back
+    (the seed's parent rule, as on a one-call model), and the supervisor, which may not
+    repeat its hand-off, sends it on to tech_support: one turn, no ping-pong."""
+    crash = "The desktop app crashes with error 0x80070005 when I open settings."
+    model = ScriptedModel(
+        [
+            choose("billing_agent"),  # misrouted
+            choose("support_supervisor"),  # billing_agent hands it back
+            choose("tech_support"),
+            choose("tech_support"),  # tech_support keeps it
+            "Clear the app's cache, then reinstall it.",
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send(crash)
+    assert turn == [
+        ("support_supervisor", ("call", "transfer_to_agent", {"agent_name": "billing_agent"})),
+        (
+            "support_supervisor",
+            ("response", "transfer_to_agent", {"result": "transferred to billing_agent"}),
+        ),
+        ("billing_agent", ("call", "transfer_to_agent", {"agent_name": "support_supervisor"})),
+        (
+            "billing_agent",
+            ("response", "transfer_to_agent", {"result": "transferred to support_supervisor"}),
+        ),
+        ("support_supervisor", ("call", "transfer_to_agent", {"agent_name": "tech_support"})),
+        (
+            "support_supervisor",
+            ("response", "transfer_to_agent", {"result": "transferred to tech_support"}),
+        ),
+        ("tech_support", "Clear the app's cache, then reinstall it."),
+    ]
+    assert decision_enum(model.requests[1]) == ["support_supervisor", "billing_agent"]
+    # The bound: the supervisor already handed this turn to billing_agent, so it is not
+    # offered again; each hand-off happens at most once a turn.
+    assert decision_enum(model.requests[2]) == [
+        "tech_support",
+        "support_supervisor",
+        "policy_checker",
+    ]
+    assert decision_enum(model.requests[3]) == ["support_supervisor", "tech_support"]
     model.assert_complete()

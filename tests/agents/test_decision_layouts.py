@@ -95,7 +95,10 @@ async def test_functions_layout_allows_exactly_answer_the_targets_and_the_tool()
     [("billing_agent", "One 49.00 USD charge on INV-2291."), ("tech_support", "Clear the cache.")],
 )
 async def test_a_function_choice_is_the_ordinary_transfer(target: str, reply: str) -> None:
-    model = laid_out(ScriptedModel([called(target), reply], decide_first=True), ("functions",))
+    model = laid_out(
+        ScriptedModel([called(target), called(ANSWER_FUNCTION), reply], decide_first=True),
+        ("functions",),
+    )
     turn = await Conversation(support_tree(), model).send("help")
     assert turn[0] == ("support_supervisor", ("call", "transfer_to_agent", {"agent_name": target}))
     assert turn[-1] == (target, reply)
@@ -113,6 +116,7 @@ async def test_two_layouts_are_read_together_and_the_surer_one_wins() -> None:
             [
                 scored("billing_agent", question),
                 called("tech_support", functions),
+                json_text("tech_support"),  # it keeps the request: no log-probabilities
                 "Reinstall the app.",
             ],
             decide_first=True,
@@ -160,7 +164,10 @@ async def test_without_logprobs_the_question_layouts_answer_stands_in_one_call()
     """A server that returns no log-probabilities cannot be read together: the first
     layout's constrained answer is the decision, and the second layout is not asked."""
     model = laid_out(
-        ScriptedModel([json_text("billing_agent"), "One charge of 49.00 USD."], decide_first=True),
+        ScriptedModel(
+            [json_text("billing_agent"), json_text("billing_agent"), "One charge of 49.00 USD."],
+            decide_first=True,
+        ),
         BOTH,
     )
     turn = await Conversation(support_tree(), model).send("Was I charged twice?")

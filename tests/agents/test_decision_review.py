@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agents.events import Part
+from agents.llm.agent import LlmAgent
 from agents.llm.decide_first.pretend_actions import PretendAction, find_pretend_action
 from agents.llm.decide_first.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
@@ -41,6 +42,7 @@ async def test_a_refund_promise_is_held_back_until_the_policy_is_consulted() -> 
             json_text("yes"),  # the consult check: the reply promises a refund
             json_text({"request": REFUND_QUESTION}),
             "ALLOWED: duplicate charges are refunded in full.",  # policy_checker
+            json_text("billing_agent"),  # decides again, the policy in view: keeps it
             CHECKED_ANSWER,  # billing_agent again, the policy's answer in view
         ],
         decide_first=True,
@@ -190,6 +192,7 @@ async def test_a_tool_call_written_as_text_is_asked_again_then_checked() -> None
             json_text("yes"),  # the consult check holds it back
             json_text({"request": REFUND_QUESTION}),
             "ALLOWED: duplicate charges are refunded in full.",  # policy_checker
+            json_text("billing_agent"),  # decides again, the policy in view: keeps it
             CHECKED_ANSWER,
         ],
         decide_first=True,
@@ -251,6 +254,7 @@ async def test_tool_arguments_cut_off_at_the_cap_are_closed_not_a_failed_turn() 
             json_text("yes"),
             LlmResponse(parts=(Part(text=CUT_ARGUMENTS),), finish_reason="length"),
             "ALLOWED: duplicate charges are refunded in full.",
+            json_text("billing_agent"),  # decides again, the policy in view: keeps it
             CHECKED_ANSWER,
         ],
         decide_first=True,
@@ -320,9 +324,10 @@ DECLINED = (
 async def test_a_tool_call_written_again_after_the_tool_answered_gets_a_constrained_reply() -> None:
     """routing_dev with replies (issue 16, banking77 declined_card_payment): billing_agent
     wrote policy_checker's call as text (made real), then, with the answer in view, wrote
-    the same call as text twice more. No action is left (the tool was called, the way
-    back to the supervisor is closed), so the reply is asked for once more as the one
-    field of an object, and that reply is shown instead of the failure notice."""
+    the same call as text twice more. No action is left (the tool was called, and here
+    the way back to the supervisor is closed: `disallow_transfer_to_parent`), so the reply
+    is asked for once more as the one field of an object, and that reply is shown instead
+    of the failure notice."""
     reply = "Your card payment was declined; please check the card's details and try again."
     model = ScriptedModel(
         [
@@ -337,7 +342,11 @@ async def test_a_tool_call_written_again_after_the_tool_answered_gets_a_constrai
         ],
         decide_first=True,
     )
-    turn = await Conversation(build_support_tree(model=model), model).send(DECLINED)
+    root = build_support_tree(model=model)
+    billing = root.find_agent("billing_agent")
+    assert isinstance(billing, LlmAgent)
+    billing.disallow_transfer_to_parent = True
+    turn = await Conversation(root, model).send(DECLINED)
     shown = [text for _, text in turn if isinstance(text, str)]
     assert shown == [reply]
     constrained = model.requests[-1]
@@ -361,6 +370,7 @@ async def test_a_reply_naming_the_tool_it_consulted_is_asked_for_again() -> None
             json_text("policy_checker"),  # billing_agent consults first
             json_text({"request": "Refund a cancelled order?"}),
             "DENIED: cancelled orders past dispatch are not refunded.",
+            json_text("billing_agent"),  # decides again, the policy in view: keeps it
             named,  # the answer names the tool
             clean,  # asked again
         ],

@@ -69,6 +69,7 @@ async def test_announced_work_in_every_reply_is_settled_by_a_decision() -> None:
             "I'll investigate and follow up by e-mail.",  # asked again: still pretends
             json_text({"reply": "I'll look into it right away."}),  # the reply field too
             json_text("billing_agent"),  # settled by a decision among real actions
+            json_text("billing_agent"),  # billing_agent keeps the request
             "Your invoice INV-2291 shows one 49.00 USD charge.",
         ],
         decide_first=True,
@@ -188,7 +189,7 @@ async def test_calibrated_scoring_removes_the_lean_towards_one_option(tmp_path: 
 
 async def test_greedy_scoring_asks_for_no_logprobs() -> None:
     model = ScriptedModel(
-        [json_text("tech_support"), "Reinstall the app."],
+        [json_text("tech_support"), json_text("tech_support"), "Reinstall the app."],
         decide_first=True,
     )
     await Conversation(support_tree(), model).send("It crashes.")

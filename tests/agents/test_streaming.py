@@ -77,7 +77,12 @@ async def test_streaming_stores_and_yields_exactly_what_a_plain_run_does() -> No
 
 async def test_decide_first_streams_only_the_answer_never_the_decision() -> None:
     model = ScriptedModel(
-        [json_text({"choice": "billing_agent"}), "We refund within 5 days."], decide_first=True
+        [
+            json_text({"choice": "billing_agent"}),
+            json_text("billing_agent"),  # billing_agent keeps the request
+            "We refund within 5 days.",
+        ],
+        decide_first=True,
     )
     yielded, _ = await run(tree(model), streaming=True)
     partial = "".join(e.text for e in yielded if e.partial)

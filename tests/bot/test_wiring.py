@@ -194,3 +194,35 @@ def test_settings_reject_a_compaction_interval_or_overlap_out_of_bounds(
 ) -> None:
     with pytest.raises(ValidationError, match=message):
         Settings(_env_file=None, **values)  # type: ignore[arg-type,call-arg]
+
+
+async def test_on_the_embedded_model_turns_hold_its_one_slot_and_summaries_yield(
+    tmp_path: Path,
+) -> None:
+    from agents.models.slot import ModelSlot, YieldingModel
+    from bot.local_model.server import LocalEndpoint
+    from bot.wiring import build_runner, build_summary_service
+
+    local = LocalEndpoint(model="local-alias", api_base="http://127.0.0.1:1/v1")
+    db = await Database.open(f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}")
+    try:
+        config = Settings(_env_file=None)  # type: ignore[call-arg]
+        embedded = configured_models(config, local)
+        assert isinstance(embedded.slot, ModelSlot)
+        assert build_runner(config, db, embedded).model_slot is embedded.slot
+        summaries = build_summary_service(config, db, embedded).model
+        assert isinstance(summaries, YieldingModel) and summaries.slot is embedded.slot
+        assert summaries.model is embedded.main
+        assert embedded.background(embedded.compaction) is not embedded.compaction
+        # A hosted model serves many requests at once: no slot, nothing yields.
+        hosted_config = Settings(_env_file=None, model="openai/gpt-4o-mini")  # type: ignore[call-arg]
+        hosted = configured_models(hosted_config)
+        assert hosted.slot is None and build_runner(hosted_config, db, hosted).model_slot is None
+        assert build_summary_service(hosted_config, db, hosted).model == "openai/gpt-4o-mini"
+        # A summary model of its own (SUMMARY_MODEL) is another server: it does not yield.
+        own = Settings(_env_file=None, summary_model="openai/gpt-4o-mini")  # type: ignore[call-arg]
+        assert build_summary_service(own, db, configured_models(own, local)).model == (
+            "openai/gpt-4o-mini"
+        )
+    finally:
+        await db.close()

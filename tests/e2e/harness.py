@@ -82,13 +82,15 @@ class BotHarness:
         compaction_model: Any = None,
         after_invocation: Sequence[Any] = (),
         limit: Any = None,
+        model_slot: Any = None,
         **settings: Any,
     ) -> BotHarness:
         """Start the bot; `compaction_model` compacts after each invocation as shipped
         (`COMPACTION_INTERVAL`, `COMPACTION_OVERLAP`, under the shared slot count);
         `after_invocation` hooks run after it (the window records of
         `SUMMARY_MODE=incremental`, say); `limit` is the shared slot count those hooks were
-        built under (`bot.wiring.work_limit`; unset, one is built from the settings)."""
+        built under (`bot.wiring.work_limit`; unset, one is built from the settings);
+        `model_slot` is the one-request model slot turns hold (`bot.wiring.Models.slot`)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,
@@ -110,6 +112,7 @@ class BotHarness:
             after_invocation=hooks,
             plugins=[SlackTsPlugin(), SpeakerPlugin()],
             max_message_chars=config.max_model_message_chars,
+            model_slot=model_slot,
         )
         services, client = await create_services(
             config,

@@ -104,3 +104,65 @@ async def test_metrics_report_a_slack_session(
     assert got['support_bot_summary_delivered_fallback_ratio{surface="digest"}'] == 0.0
     assert got["support_bot_digests_posted_total"] == 1
     assert sum(v for k, v in got.items() if "duplicate_deliveries" in k) == 1
+
+
+async def test_metrics_and_stats_count_every_decide_first_call_and_the_agent_tools(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any
+) -> None:
+    from agents import AgentTool, LlmAgent
+    from bot.ops.stats import registry_rows, stats_rows
+
+    def used(text: str) -> LlmResponse:
+        return LlmResponse(
+            parts=(Part(text=text),),
+            usage=Usage(prompt_tokens=100, completion_tokens=10, cost=0.25),
+        )
+
+    model = ScriptedModel(
+        [
+            used(json_text("policy_checker")),  # the supervisor decides to consult
+            used(json_text({"request": "Refund a duplicate 49.00 USD charge on A-1001?"})),
+            used("ALLOWED: duplicate charges are refunded."),  # policy_checker, an AgentTool
+            used(json_text("support_supervisor")),  # decides again: answers
+            used("The duplicate 49.00 USD charge on A-1001 will be refunded."),
+        ],
+        decide_first=True,
+    )
+    policy = LlmAgent(
+        name="policy_checker", description="Says whether a refund is allowed.", model=model
+    )
+    root = LlmAgent(
+        name="support_supervisor",
+        description="Front door.",
+        instruction="Consult policy_checker before refunds.",
+        model=model,
+        tools=[AgentTool(policy)],
+    )
+    bot = await start_bot(root)
+    root_ts = "1700000200.000100"
+    await bot.send_event(
+        channel_message("Refund my duplicate charge on A-1001?", ts=root_ts, mention=True)
+    )
+    [reply] = await wait_answers(slack)
+    assert reply["text"].endswith("The duplicate 49.00 USD charge on A-1001 will be refunded.")
+    await bot.idle()
+    model.assert_complete()
+
+    assert bot.http is not None
+    async with bot.http.get(f"{bot.url}/metrics") as response:
+        got = samples(await response.text())
+    # Two decide-first steps of two calls each; the consulted agent's one call, under its
+    # own name, with its tokens and cost.
+    assert got['support_bot_model_calls_total{agent="support_supervisor"}'] == 4
+    assert got['support_bot_model_calls_total{agent="policy_checker"}'] == 1
+    assert got['support_bot_model_tokens_total{agent="policy_checker",kind="prompt"}'] == 100
+    assert got['support_bot_model_cost_usd_total{agent="policy_checker"}'] == 0.25
+    assert got['support_bot_model_cost_usd_total{agent="support_supervisor"}'] == 1.0
+    # `support-bot stats` reads the same from what is stored: every call is counted.
+    stats = await database.stats.collect()
+    rows = dict(stats_rows(stats))
+    assert rows["model calls [support_supervisor]"] == "4 calls, 400+40 tokens, $1.000000"
+    assert rows["model calls [policy_checker]"] == "1 calls, 100+10 tokens, $0.250000"
+    assert sum(u.calls for u in stats.usage.values()) == len(model.requests) == 5
+    page = dict(registry_rows(await (await bot.http.get(f"{bot.url}/metrics")).text()))
+    assert page['support_bot_model_calls_total{agent="policy_checker"}'] == "1"

@@ -91,13 +91,15 @@ class StepAgent(Protocol):
 
 
 def step_options(agent: StepAgent, ctx: InvocationContext, instruction: str) -> StepOptions:
-    """`agent`'s options now. A target that transferred to `agent` in this invocation is
-    left out, so a hand-off is never bounced straight back (a ping-pong)."""
+    """`agent`'s options now. As on every model (the seed's parent rule), an agent may
+    hand a request back to the agent that transferred it (a misrouted request goes back
+    in the same turn); a target `agent` has already handed this invocation to is left out,
+    so a hand-off is never repeated and a ping-pong ends after one round trip."""
     events = [e for e in ctx.session.events if e.invocation_id == ctx.invocation_id]
-    senders = {e.author for e in events if e.actions.transfer_to_agent == agent.name}
+    handed = {e.actions.transfer_to_agent for e in events if e.author == agent.name}
     called = {c.name for e in events if e.author == agent.name for c in e.function_calls}
     targets = agent.transfer_targets()
-    offered = [t for t in targets if t.name not in senders]
+    offered = [t for t in targets if t.name not in handed]
     return StepOptions(
         agent=agent.name,
         description=described(agent),

@@ -59,7 +59,8 @@ def test_tool_decision_auto_decides_first_exactly_without_native_tools() -> None
 
 async def test_a_decide_first_profile_decides_then_answers() -> None:
     model = ScriptedModel(
-        [json_text("billing_agent"), "Your refund is on its way."], profile=DECIDE_FIRST
+        [json_text("billing_agent"), json_text("billing_agent"), "Your refund is on its way."],
+        profile=DECIDE_FIRST,
     )
     turn = await Conversation(tree(), model).send("Refund my order, please.")
     assert turn == [
@@ -70,9 +71,12 @@ async def test_a_decide_first_profile_decides_then_answers() -> None:
         ),
         ("billing_agent", "Your refund is on its way."),
     ]
-    decision, reply = model.requests
+    decision, handed, reply = model.requests
     assert decision.tools == [] and decision.response_schema is not None
     assert decision.response_schema["enum"] == ["billing_agent", "support_supervisor"]
+    # The target may hand the request back to its sender, so it decides too.
+    assert handed.response_schema is not None
+    assert handed.response_schema["enum"] == ["support_supervisor", "billing_agent"]
     assert reply.agent_name == "billing_agent"
     model.assert_complete()
 

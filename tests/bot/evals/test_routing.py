@@ -74,6 +74,7 @@ async def test_routing_eval_on_a_decide_first_model(tmp_path: Path) -> None:
             json_text("yes"),  # but the consult check holds the refund promise back
             json_text({"request": "Refund a duplicate charge on INV-2291?"}),
             "ALLOWED: duplicate charges are refunded.",
+            json_text("billing_agent"),  # decides again, the policy in view: keeps it
             "The duplicate charge will be refunded.",
             classify,
             "A permissions problem.",  # diagnose
