@@ -15,8 +15,10 @@ in every mode). Three modes side by side:
 
 Printed per mode: windows, model-summarised windows (draft calls) and how many of them
 hold no value (by the validator's extractors, `agents.summary.demands`), threads with a
-call at idle, and the transcript tokens sent (4 characters a token, the instruction left
-out: a local server caches it). tau-bench airline threads are also shown on their own.
+call at idle, the transcript tokens sent (4 characters a token, the instruction left
+out: a local server caches it), and the most values one window's record is asked for
+(a window that fails costs them all) with the windows asked for 10 or more. tau-bench
+airline threads are also shown on their own.
 
     .venv/bin/python bench/window_count.py [--data PATH] [--limit 40] [--interval 3]
 """
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.events import Event
+from agents.summary.checks.coverage import find_promises
 from agents.summary.demands import holds_values
 from agents.summary.entities import EntityExtractor
 from agents.summary.incremental import IncrementalSummarizer, summarised_now
@@ -60,6 +63,8 @@ class Thread:
     idle_calls: int = 0
     tokens: int = 0
     idle_tokens: int = 0
+    most_values: int = 0
+    windows_over_ten: int = 0
 
 
 @dataclass
@@ -89,6 +94,8 @@ class Column:
             "transcript tokens sent per thread (median)": f"{median('tokens'):g}",
             "transcript tokens sent, all threads": str(total("tokens")),
             "transcript tokens at idle (median)": f"{median('idle_tokens'):g}",
+            "values one window demands, most": str(max(t.most_values for t in self.threads)),
+            "windows demanding 10 values or more": str(total("windows_over_ten")),
         }
 
 
@@ -135,6 +142,9 @@ def replay(
         thread.calls += 1
         valueless = not holds_values(_inside(events, span), extractor)
         thread.valueless_calls += int(valueless)
+        demanded = demands(_inside(events, span), extractor)
+        thread.most_values = max(thread.most_values, demanded)
+        thread.windows_over_ten += int(demanded >= 10)
         thread.tokens += tokens
         if idle:
             thread.idle_calls += 1
@@ -152,10 +162,22 @@ def replay(
     return thread
 
 
+def demands(events: Sequence[Event], extractor: EntityExtractor) -> int:
+    """How many values and promises a record of `events` is asked for (as `crowded`
+    counts them)."""
+    found = {
+        (e.type, e.value) for e in extractor.extract(events) if e.high_value and not e.sensitive
+    }
+    return len(found) + len(find_promises(list(events)))
+
+
 def whole(events: list[Event], extractor: EntityExtractor) -> Thread:
     rendered = render_transcript(events, RenderOptions(), mask=extractor.extract(events))
     valueless = int(not holds_values(events, extractor))
+    demanded = demands(events, extractor)
     return Thread(
+        most_values=demanded,
+        windows_over_ten=int(demanded >= 10),
         valueless_calls=valueless,
         valueless_idle_calls=valueless,
         windows=1,

@@ -29,7 +29,8 @@ def holds_values(events: Sequence[Event], extractor: EntityExtractor) -> bool:
 
 
 SPLIT_VALUES = 6
-"""A window demanding this many values or more closes at the end of its invocation."""
+"""A window demanding this many values or more closes at the end of its invocation, or
+inside an invocation that alone holds this many (`agents.summary.windows`)."""
 
 
 def crowded(events: Sequence[Event], extractor: EntityExtractor) -> bool:

@@ -17,6 +17,7 @@ never a date without a year, whose weekday the text does not fix.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -31,6 +32,8 @@ _ORDINALS = ("st", "nd", "rd", "th")
 _EDGES = ",.;:!?()[]\"'"
 # JSON punctuation around values in tool payloads: '{"date":"2024-05-24"}'.
 _BRACKETS = str.maketrans({c: " " for c in '{}[]"='})
+# A sentence end with no space after it: "on March 10th.Check out is on March 11th".
+_GLUED = re.compile(r"(?<=\w)[.!?;](?=[A-Z])")
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ def read(phrase: str) -> list[Moment]:
 @functools.lru_cache(maxsize=4096)
 def moments(text: str) -> tuple[Moment, ...]:
     """Every date and time `text` writes, each phrase read as in `read`."""
-    words = [w.strip(_EDGES) for w in text.translate(_BRACKETS).split()]
+    words = [w.strip(_EDGES) for w in _GLUED.sub(" ", text.translate(_BRACKETS)).split()]
     found: list[Moment] = []
     used = -1
     for index, word in enumerate(words):

@@ -165,13 +165,22 @@ def _cut(
     """Cut one uncovered run into windows of at least `interval` invocations, each closing
     once it holds a value (with `holds_values`) or reaches `max_invocations`; the
     remainder is a window of its own, open when the run is the thread's tail. A window
-    `crowded` with values closes at the end of any invocation, before `interval`: a
-    window that fails is a gap, and a smaller one costs fewer values."""
+    `crowded` with values closes at the end of any invocation, before `interval`, and
+    inside one invocation that alone holds many (an agent listing every flight it found):
+    after the event that crowds it, where no call waits for its response. A window that
+    fails is a gap, and a smaller one costs fewer values."""
     spans: list[WindowSpan] = []
     current: list[Event] = []
     count = 0
     bound = max(interval, max_invocations or WINDOW_BOUND * interval)
     for group in invocations(run):
+        if crowded is not None and crowded([*current, *group]):
+            for event in group[:-1]:
+                current.append(event)
+                if _resolved(current) and crowded(current):
+                    spans.append(span_of(current))
+                    current, count = [], 0
+            group = group[-1:]
         current += group
         count += 1
         if not _resolved(current):

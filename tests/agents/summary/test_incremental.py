@@ -406,15 +406,20 @@ async def test_a_window_citing_the_quoted_goal_keeps_only_its_own_events() -> No
 
 async def test_the_merged_record_demands_only_values_a_window_was_shown() -> None:
     # A call naming 30 orders is over the tool-payload cap, so the window's model is shown
-    # the first three; its check demands those three, and so does the merged one.
+    # the first three; its check demands those three, and so does the merged one. The
+    # call crowds its invocation with values, so the reply is a window of its own.
     sessions = InMemorySessionService()
     orders = [{"order_id": f"A-{1000 + i}", "note": "n" * 80} for i in range(30)]
     model = ScriptedModel(
         [
             answer(
                 "Cancel the user's orders",
-                facts=[item("Orders A-1000, A-1001 and A-1002 are being cancelled", "e2", "e4")],
-            )
+                facts=[item("Orders A-1000, A-1001 and A-1002 are to be cancelled", "e2")],
+            ),
+            answer(
+                "Cancel the user's orders",
+                facts=[item("Orders A-1000, A-1001 and A-1002 are being cancelled", "e4")],
+            ),
         ]
     )
     summarizer = IncrementalSummarizer(
@@ -433,7 +438,7 @@ async def test_the_merged_record_demands_only_values_a_window_was_shown() -> Non
     assert whole is not None
     result = await summarizer.summarize(whole)
     assert isinstance(result, Summary), result
-    assert (result.windows, result.gaps) == (1, ())
+    assert (result.windows, result.gaps) == (2, ())
     assert "A-1029" not in result.record.all_text()
     model.assert_complete()
 

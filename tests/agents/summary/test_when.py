@@ -83,3 +83,21 @@ def test_the_validator_still_names_a_date_the_source_does_not_hold() -> None:
         facts=[item("Check-in for HB-7741 moved to July 8th", "e2")],
     )
     assert "fact 1 cites e2, which does not mention July 8th" in problems(record)
+
+
+def test_a_date_glued_to_the_next_sentence_is_read() -> None:
+    events = numbered(
+        [
+            user("Hotel in New York, check in date is March 10th.Check out will be on 11 March."),
+            agent("Booked: check-in 2019-03-10, check-out 2019-03-11."),
+        ]
+    )
+    record = handoff(
+        "Book a hotel in New York",
+        facts=[
+            item("Check-in is on 10 March", "e1"),
+            item("Check-out is on March 11th", "e1"),
+        ],
+    )
+    assert problems(record, events) == []
+    assert same_moment("10 March", "date is March 10th.Check out")

@@ -175,3 +175,29 @@ def test_a_window_crowded_with_values_closes_before_the_interval() -> None:
         ("e3", "e10", False),
     ]
     assert not crowded(events[2:], extractor)
+
+
+def test_one_invocation_crowded_with_values_is_cut_inside_never_between_call_and_response() -> None:
+    # inv1: the user names five orders, the lookup's call a sixth, the reply two of them.
+    events = turn(1, 1, call=True) + thread(3)[2:]
+    events = [e.model_copy(update={"id": f"e{i}"}) for i, e in enumerate(events, start=1)]
+    asked = "Orders A-1001, A-1002, A-1003, A-1004 and A-1005 were charged twice."
+    call = events[1].function_calls[0].model_copy(update={"args": {"order_id": "A-1006"}})
+    events[0] = events[0].model_copy(update={"parts": (Part(text=asked),)})
+    events[1] = events[1].model_copy(update={"parts": (Part(function_call=call),)})
+    events[3] = events[3].model_copy(update={"parts": (Part(text="Refunding A-1001 and A-1006."),)})
+    extractor = EntityExtractor()
+    plan = plan_windows(
+        events,
+        [],
+        interval=3,
+        holds_values=lambda run: holds_values(run, extractor),
+        crowded=lambda run: crowded(run, extractor),
+    )
+    # The call makes six values, but waits for its response: the cut is after e3, inside
+    # inv1; the reply starts the next window, which closes with inv3 (three invocations).
+    assert [(s.start_id, s.end_id, s.closed) for s in plan.todo] == [
+        ("e1", "e3", True),
+        ("e4", "e8", True),
+    ]
+    assert crowded(events[:2], extractor)
