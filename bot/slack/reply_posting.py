@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 
+from agents.events import SHOWN_BEFORE, Event
 from agents.runner import find_agent_to_run
 from bot.slack.assistant.status import TurnStatus
 from bot.slack.message_ts import ReplyMessage, stamped
@@ -80,7 +81,7 @@ class ReplyPosting:
             self.services.client,
             key,
             msg,
-            identity=await self.expected_identity(record),
+            identity=self.posts.identity,
             limit=self._limit(),
             interval=settings.stream_append_seconds,
             steps=workflow_steps(self.services.runner.agent),
@@ -150,6 +151,8 @@ class ReplyPosting:
         stored with its ts, in the transaction that finishes the message (the session of
         `record`)."""
         if outcome.reply is None or not outcome.answered:
+            if stream is not None and outcome.error is not None and record is not None:
+                await self._record_replaced(record, outcome.error, stream)
             await self.failures.fail(
                 key,
                 tracked,
@@ -192,6 +195,9 @@ class ReplyPosting:
         # whole, or a stream started by the reply's last event).
         shown = posted or message_ts
         reply = stamped(outcome.reply, shown) if shown else None
+        replaced = stream.replaced(outcome.reply) if stream is not None and not finished else ""
+        if reply is not None and replaced:
+            reply = reply.with_metadata(**{SHOWN_BEFORE: replaced})
         also = None
         if reply is not None and record is not None:
             also = self.services.db.sessions.rewrite_in(record, reply)
@@ -203,6 +209,22 @@ class ReplyPosting:
             owner_agent=outcome.reply.author,
             also=also,
         )
+
+    async def _record_replaced(
+        self, record: ThreadRecord, event: Event, stream: SlackStream
+    ) -> None:
+        """Store with `event` (a failure that ends the turn) the draft the customer had
+        been shown before it, if any (`SHOWN_BEFORE`), so summaries know what they saw."""
+        replaced = stream.replaced(None)
+        if not replaced:
+            return
+        write = self.services.db.sessions.rewrite_in(
+            record, event.with_metadata(**{SHOWN_BEFORE: replaced})
+        )
+        try:
+            await self.services.db.gate.write(write)
+        except Exception:
+            log.exception("could not record the replaced draft")
 
     async def post_reply(
         self, key: ThreadKey, message_ts: str | None, outcome: TurnOutcome, broadcast: bool
