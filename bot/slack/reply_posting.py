@@ -63,13 +63,12 @@ class ReplyPosting:
         self,
         key: ThreadKey,
         msg: IncomingMessage,
-        record: ThreadRecord,
         *,
         tracked: InflightKey,
         reply: ReplyMessage,
         status: TurnStatus,
     ) -> SlackStream | None:
-        """The reply's stream, started with the reply's first content, unless
+        """The reply's stream, started with the reply's first text, unless
         `STREAMING=off` or Slack will not stream here: then None, and a placeholder is
         posted instead. A top-level DM's stream runs in its conversation's thread, as
         Slack's streams are always thread replies; a reply posted whole also shows at
@@ -119,8 +118,8 @@ class ReplyPosting:
             return None
 
     async def expected_identity(self, record: ThreadRecord) -> dict[str, Any]:
-        """The placeholder's (or stream's) username: the agent the runner will give this
-        message to.
+        """The placeholder's username: the agent the runner will give this message to (a
+        stream starts later, under the agent that writes the reply).
 
         chat.update takes no username, so the name a reply shows is the one its
         placeholder was posted under; a transfer shows in the reply's context line.
