@@ -109,6 +109,12 @@ class EventActions(_Frozen):
     loop_exit: LoopExit | None = None
 
 
+SHOWN_BEFORE = "shown_before"
+"""`custom_metadata` key: the text a transport had already shown the customer in this
+event's place (a streamed draft, then replaced by this reply or failure), so a summary
+knows what the customer saw. Set by the transport; the runtime never reads it."""
+
+
 class Event(_Frozen):
     """One immutable entry in a session's log.
 

@@ -311,3 +311,15 @@ def resumable(agent: BaseAgent) -> bool:
         if node is not None and node.parent is None:
             return isinstance(node, LlmAgent)
     return True
+
+
+def reply_owner(agent: BaseAgent) -> BaseAgent:
+    """The agent that owns what `agent` writes: `agent` itself, or for a step of a
+    workflow agent (a pipeline's `fix_writer`), the outermost workflow agent it runs in
+    under an LLM agent (`tech_support`). A step never owns a conversation."""
+    owner = agent
+    node = agent
+    while node.parent is not None and not isinstance(node.parent, LlmAgent):
+        node = node.parent
+        owner = node
+    return owner

@@ -1,8 +1,8 @@
 """Latency of the embedded model through LiteLlmModel: start-up, a reply, a prompted
 transfer_to_agent call, and a schema-constrained handoff record; then, in the same run,
 a DM through the whole bot (shipped tree and settings, signed HTTP, the fake Web API):
-the time from the user's message to the first streamed text, and to the whole reply
-(when a placeholder would have been replaced with it).
+the time from the user's message to the first reply text Slack receives (streamed, or
+the reply posted whole once the step has decided to send it), and to the whole reply.
 
 Needs the `local` extra. Prints the median of `--runs` calls for each request and whether
 each answer had the expected shape (a transfer call; JSON valid against the schema).
@@ -34,6 +34,7 @@ from agents.summary.record import response_schema
 from agents.tree import build_support_tree
 from bot.config import Settings
 from bot.local_model.server import LocalEndpoint, local_model_available, local_model_server
+from bot.slack.streaming import is_complete_reply
 from bot.wiring import output_budget
 from tests.e2e.harness import BotHarness, dm, open_database
 from tests.fakes.slack_api import FakeSlackApi
@@ -91,27 +92,35 @@ DMS = (
 )
 
 
-def stream_times(slack: FakeSlackApi, channel: str, sent: float) -> tuple[float, float] | None:
-    """(seconds to the first streamed text, seconds to the whole reply) in `channel`."""
+def stream_times(
+    slack: FakeSlackApi, channel: str, sent: float
+) -> tuple[float, float, bool] | None:
+    """(seconds to the first reply text Slack received, seconds to the whole reply,
+    whether it streamed) in `channel`: the first text is a stream call carrying text, or
+    the reply posted whole (`chat.postMessage` with the complete-reply metadata)."""
     first = full = None
+    streamed = False
     for call in slack.calls:
         if call.args.get("channel") != channel:
             continue
         chunks = call.args.get("chunks") or []
         texts = any(c.get("type") == "markdown_text" for c in chunks)
         if first is None and call.method.endswith("Stream") and texts:
+            first, streamed = call.at - sent, True
+        whole = call.method == "chat.postMessage" and is_complete_reply(call.args)
+        if first is None and whole:
             first = call.at - sent
-        if call.method in ("chat.stopStream", "chat.update"):
+        if call.method in ("chat.stopStream", "chat.update") or whole:
             full = call.at - sent
-    return None if first is None or full is None else (first, full)
+    return None if first is None or full is None else (first, full, streamed)
 
 
 async def dm_latency(endpoint: LocalEndpoint, runs: int) -> None:
-    """Median time to the first streamed text and to the whole reply of a DM."""
+    """Median time to the first reply text and to the whole reply of a DM."""
     settings = Settings(_env_file=None)
     model = endpoint.litellm_model(decision=settings.tool_decision)
     tree = build_support_tree(model=model, output_budget=output_budget(settings))
-    firsts, fulls = [], []
+    firsts, fulls, streamed = [], [], 0
     async with FakeSlackApi() as slack:
         with tempfile.TemporaryDirectory() as tmp:
             db = await open_database(Path(tmp))
@@ -129,15 +138,18 @@ async def dm_latency(endpoint: LocalEndpoint, runs: int) -> None:
                     if times is not None:
                         firsts.append(times[0])
                         fulls.append(times[1])
+                        streamed += times[2]
             finally:
                 await bot.stop()
                 await db.close()
     if not firsts:
-        print("dm stream: no reply streamed text")
+        print("dm: no reply reached Slack")
         return
     print(
-        f"dm stream median: first text {statistics.median(firsts):5.1f}s  "
-        f"whole reply {statistics.median(fulls):5.1f}s  ({len(firsts)}/{runs} streamed)"
+        f"dm median: first text {statistics.median(firsts):5.1f}s  "
+        f"whole reply {statistics.median(fulls):5.1f}s  ({len(firsts)}/{runs} answered, "
+        f"{streamed} streamed)  each: "
+        + ", ".join(f"{a:.1f}/{b:.1f}s" for a, b in zip(firsts, fulls, strict=True))
     )
 
 

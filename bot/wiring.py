@@ -394,9 +394,11 @@ def build_digest_job(
     summarizer: Summarizer,
     client: DigestPoster,
     limit: PriorityLimit | None = None,
+    root: BaseAgent | None = None,
 ) -> DigestJob:
     """The idle-thread digest pass, configured from settings, leasing threads as this
-    process (`process_owner`); in a running bot under its shared work `limit`."""
+    process (`process_owner`); in a running bot under its shared work `limit`; `root` is
+    the agent tree, which names the agents that own the replies."""
     return DigestJob(
         db=db,
         summarizer=summarizer,
@@ -408,4 +410,5 @@ def build_digest_job(
         owner=process_owner(),
         limit=limit,
         dead_after=settings.owner_dead_after_seconds,
+        root=root,
     )

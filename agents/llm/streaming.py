@@ -5,9 +5,17 @@ stream (`agents.models.base.StreamingModel`), each model call of a step whose an
 prose sends its text deltas on as partial events (ADK's `partial=True`): never stored,
 and followed by the step's complete event as always. Calls whose answer is JSON (a
 decide-first decision, a tool's arguments, an output schema) are not streamed, so only
-reply text streams. The complete event stays the truth: a step may still turn streamed
-text into a transfer (a pretend action) or cut it, and a caller showing deltas shows the
-complete answer in the end.
+reply text streams.
+
+Nothing unreviewed streams. On a model whose profile decides first
+(`ModelProfile.decide_first`), a written draft is still reviewed after it is complete
+(`agents.llm.decide_first.review`: a refund promise swapped for a policy consultation)
+and checked for pretend actions, so such a step streams nothing: its reply shows once
+the step has decided to send it, as its complete event. A workflow step that is not the
+reply (a pipeline's earlier step, a loop's round, a parallel branch) does not stream
+either (`agents.workflow`). On other models the complete event stays the truth as well:
+a step may still turn streamed text into a transfer (a pretend action) or cut it, and a
+caller showing deltas shows the complete answer in the end.
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ def can_stream(model: Model) -> TypeGuard[StreamingModel]:
 
 
 def streams(ctx: InvocationContext, model: Model) -> bool:
-    """Whether this agent step streams its text: asked for, and the model can."""
-    return ctx.streaming and can_stream(model)
+    """Whether this agent step streams its text: asked for, the model can, and its
+    drafts are final once written (not reviewed after: `ModelProfile.decide_first`)."""
+    return ctx.streaming and can_stream(model) and not model.profile.decide_first
 
 
 async def call_streaming(model: Model, request: LlmRequest, on_text: TextSink) -> LlmResponse:

@@ -6,7 +6,9 @@ facts that matter. A payload over its cap has its long arrays shown as a count p
 first elements, then is cut (head kept, where identifiers usually are); a payload within
 the cap is shown whole, so no value in it is hidden. A transcript over its token
 budget keeps its opening and its latest events and says how many it left out. Secrets
-(PINs, access codes) are masked before the model sees them.
+(PINs, access codes) are masked before the model sees them. A reply or failure that
+replaced a draft the customer had already been shown (`agents.events.SHOWN_BEFORE`)
+shows that draft too, under its own id, so a record can cite what the customer saw.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.events import Event
+from agents.events import SHOWN_BEFORE, Event
 from agents.summary.entities import Entity, mask_text
 
 TRUNCATED = " ...[truncated]"
@@ -113,6 +115,11 @@ def render_event(event: Event, options: RenderOptions) -> tuple[str, int]:
         cut += was_cut
         span = f"{compaction.start_event_id}..{compaction.end_event_id}"
         return f"{head} SUMMARY OF {span}: {_indent(summary)}", cut
+    replaced = str(event.custom_metadata.get(SHOWN_BEFORE) or "").strip()
+    if replaced:
+        shown, was_cut = _cut(replaced, options.max_text_chars)
+        cut += was_cut
+        lines.append(f"{head} SHOWN TO THE CUSTOMER FIRST, THEN REPLACED: {_indent(shown)}")
     text = event.text.strip()
     if text:
         shown, was_cut = _cut(text, options.max_text_chars)

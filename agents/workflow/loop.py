@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 
 from agents.base_agent import BaseAgent
@@ -16,6 +17,7 @@ class LoopAgent(BaseAgent):
     It stops after `max_iterations` rounds, or after the child that produced an event
     carrying `escalate` finishes. `max_iterations` is required: every loop is bounded.
     Its last event carries `actions.loop_exit`: why it stopped, after how many rounds.
+    Its children do not stream: any round's text may be replaced by the next round's.
     """
 
     def __init__(
@@ -34,11 +36,12 @@ class LoopAgent(BaseAgent):
     async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
         reason: LoopExitReason = "max_iterations"
         iteration = 0
+        quiet = dataclasses.replace(ctx, streaming=False)
         while iteration < self.max_iterations and reason == "max_iterations":
             iteration += 1
             for child in self.sub_agents:
                 escalated = False
-                async for event in child.run_async(ctx):
+                async for event in child.run_async(quiet):
                     escalated = escalated or event.actions.escalate
                     yield event
                 if escalated or ctx.end_invocation:

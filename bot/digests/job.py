@@ -25,10 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agents.base_agent import BaseAgent
 from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
 from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
+from agents.runner import reply_owner
 from agents.summary import NoSummary, Summary
 from agents.summary.incremental import NO_VALUES
 from agents.summary.metrics import count_delivery
@@ -60,16 +62,20 @@ REGISTRY.describe(
 DigestStatus = Literal["posted", "stored", "unavailable", "already_posted"]
 
 
-def owning_agents(events: Sequence[Event]) -> list[str]:
-    """Agents that answered in the thread, in the order they first did."""
+def owning_agents(events: Sequence[Event], root: BaseAgent | None = None) -> list[str]:
+    """Agents that answered in the thread, in the order they first did; under the tree
+    `root`, each answer is named by the agent that owns it (`reply_owner`: a pipeline's
+    steps answer as their workflow, never as `diagnose` or `fix_writer`)."""
     seen: list[str] = []
     for event in events:
         if event.author in ("user", COMPACTION_AUTHOR, HANDOFF_AUTHOR):
             continue
-        if event.error_code or not event.text:
+        if event.error_code or not event.text or not event.is_final_response():
             continue
-        if event.is_final_response() and event.author not in seen:
-            seen.append(event.author)
+        agent = root.find_agent(event.author) if root is not None else None
+        owner = reply_owner(agent).name if agent is not None else event.author
+        if owner not in seen:
+            seen.append(owner)
     return seen
 
 
@@ -97,7 +103,8 @@ class DigestJob:
     `limit`, in a running bot, is the slot count replies and commands share: a digest
     holds one of its slots while it summarises, behind any waiting reply.
     `dead_after`: a lease whose owner has not beaten for this long is free (None: only
-    expiry frees a lease).
+    expiry frees a lease). `root`: the agent tree the threads ran on, which names the
+    agents that own their replies (`owning_agents`; None: each reply's author).
     """
 
     def __init__(
@@ -115,8 +122,10 @@ class DigestJob:
         dead_after: float | None = None,
         clock: Callable[[], float] = time.time,
         limit: PriorityLimit | None = None,
+        root: BaseAgent | None = None,
     ) -> None:
         self.db = db
+        self.root = root
         self.summarizer = summarizer
         self.client = client
         self.lead_channel = lead_channel
@@ -339,7 +348,7 @@ class DigestJob:
             _record(stored),
             events=events,
             links=links,
-            owners=owning_agents(events),
+            owners=owning_agents(events, self.root),
             cost=stored.cost,
             attempts=stored.attempts,
             update_note=note,

@@ -60,7 +60,7 @@ def db_upgrade(settings: Settings, out: TextIO, revision: str = "head") -> int:
 async def digest_once(settings: Settings, out: TextIO) -> int:
     """One digest pass: post to SUPPORT_LEAD_CHANNEL when Slack is configured, else store."""
     from bot.slack.client import SlackClient
-    from bot.wiring import build_digest_job, build_summarizer, open_models
+    from bot.wiring import build_digest_job, build_summarizer, build_tree, open_models
     from storage.database import Database
 
     slack = SlackClient(settings) if settings.slack_bot_token is not None else None
@@ -71,7 +71,8 @@ async def digest_once(settings: Settings, out: TextIO) -> int:
         async with open_models(settings) as models:
             summarizer = build_summarizer(settings, db, models)
             client = slack.web if slack is not None else OfflineSlack()
-            job = build_digest_job(settings, db, summarizer, client)
+            root = build_tree(settings, models)
+            job = build_digest_job(settings, db, summarizer, client, root=root)
             outcomes = await _beating(db, job.owner, settings.heartbeat_seconds, job.run_once)
     finally:
         await db.close()

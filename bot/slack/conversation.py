@@ -182,7 +182,7 @@ class SlackReplier:
         posting = self.posting
         try:
             stream = await posting.open_stream(
-                key, msg, record, tracked=tracked, reply=reply, status=status
+                key, msg, tracked=tracked, reply=reply, status=status
             )
             if stream is None:
                 reply.ts = await posting.placeholder(key, record, broadcast)

@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 
+from agents.events import SHOWN_BEFORE, Event
 from agents.knowledge.reply_check import reply_sources
 from agents.runner import find_agent_to_run
 from bot.slack.assistant.status import TurnStatus
@@ -64,13 +65,12 @@ class ReplyPosting:
         self,
         key: ThreadKey,
         msg: IncomingMessage,
-        record: ThreadRecord,
         *,
         tracked: InflightKey,
         reply: ReplyMessage,
         status: TurnStatus,
     ) -> SlackStream | None:
-        """The reply's stream, started with the reply's first content, unless
+        """The reply's stream, started with the reply's first text, unless
         `STREAMING=off` or Slack will not stream here: then None, and a placeholder is
         posted instead. A top-level DM's stream runs in its conversation's thread, as
         Slack's streams are always thread replies; a reply posted whole also shows at
@@ -82,7 +82,7 @@ class ReplyPosting:
             self.services.client,
             key,
             msg,
-            identity=await self.expected_identity(record),
+            identity=self.posts.identity,
             limit=self._limit(),
             interval=settings.stream_append_seconds,
             steps=workflow_steps(self.services.runner.agent),
@@ -120,8 +120,8 @@ class ReplyPosting:
             return None
 
     async def expected_identity(self, record: ThreadRecord) -> dict[str, Any]:
-        """The placeholder's (or stream's) username: the agent the runner will give this
-        message to.
+        """The placeholder's username: the agent the runner will give this message to (a
+        stream starts later, under the agent that writes the reply).
 
         chat.update takes no username, so the name a reply shows is the one its
         placeholder was posted under; a transfer shows in the reply's context line.
@@ -152,6 +152,8 @@ class ReplyPosting:
         stored with its ts, in the transaction that finishes the message (the session of
         `record`)."""
         if outcome.reply is None or not outcome.answered:
+            if stream is not None and outcome.error is not None and record is not None:
+                await self._record_replaced(record, outcome.error, stream)
             await self.failures.fail(
                 key,
                 tracked,
@@ -194,6 +196,9 @@ class ReplyPosting:
         # whole, or a stream started by the reply's last event).
         shown = posted or message_ts
         reply = stamped(outcome.reply, shown) if shown else None
+        replaced = stream.replaced(outcome.reply) if stream is not None and not finished else ""
+        if reply is not None and replaced:
+            reply = reply.with_metadata(**{SHOWN_BEFORE: replaced})
         also = None
         if reply is not None and record is not None:
             also = self.services.db.sessions.rewrite_in(record, reply)
@@ -205,6 +210,22 @@ class ReplyPosting:
             owner_agent=outcome.reply.author,
             also=also,
         )
+
+    async def _record_replaced(
+        self, record: ThreadRecord, event: Event, stream: SlackStream
+    ) -> None:
+        """Store with `event` (a failure that ends the turn) the draft the customer had
+        been shown before it, if any (`SHOWN_BEFORE`), so summaries know what they saw."""
+        replaced = stream.replaced(None)
+        if not replaced:
+            return
+        write = self.services.db.sessions.rewrite_in(
+            record, event.with_metadata(**{SHOWN_BEFORE: replaced})
+        )
+        try:
+            await self.services.db.gate.write(write)
+        except Exception:
+            log.exception("could not record the replaced draft")
 
     async def post_reply(
         self, key: ThreadKey, message_ts: str | None, outcome: TurnOutcome, broadcast: bool

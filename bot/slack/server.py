@@ -191,6 +191,7 @@ def start_jobs(services: BotServices) -> AsyncIOScheduler:
         services.summarizer,
         services.client,
         limit=services.worker.limit,
+        root=services.runner.agent,
     )
     scheduler = start_scheduler(services.settings, services.db, job)
     add_heartbeat(scheduler, services)

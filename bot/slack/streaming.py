@@ -7,20 +7,27 @@ finish. `SlackStream` is the bot's layer on top, and speaks to it only through `
 - what the model wrote is made safe (mentions escaped, links honest) before any of it
   reaches the helper (`render.markdown.MarkdownGate`), a mention split across deltas
   included;
-- the message is started with the reply's first content (the helper's first flush), not
-  before: until then the panel shows the working agent as its status, which Slack clears
-  when the message is posted;
-- this layer decides when text goes out, by time, never the helper's size buffer: a
-  hand-off shows at once (its task chunks, `bot.slack.timeline`); the first text once it
-  has gathered `FIRST_TEXT_WAIT_S` (the reply is shown whole, in one `chat.postMessage`
-  and no stream, when it is complete by then), then at most once per
+- the message is started with the reply's first text (the helper's first flush), not
+  before, under the agent that writes it: its username (with `CHAT_WRITE_CUSTOMIZE`) and
+  the first words (`speaker_prefix`, what a notification shows, as a posted reply's
+  fallback text names its agent) name the owner from the first visible moment. Until
+  then the panel shows the working agent as its status, which Slack clears when the
+  message is posted, and the hand-offs wait to open the message with that text. Only a
+  reply streams: the runtime streams nothing a review may still replace
+  (`agents.llm.streaming`), so a reply written on a decide-first model is shown whole;
+- this layer decides when text goes out, by time, never the helper's size buffer: the
+  first text once it has gathered `FIRST_TEXT_WAIT_S` (the reply is shown whole, in one
+  `chat.postMessage` and no stream, when it is complete by then), then at most once per
   `STREAM_APPEND_SECONDS` (Slack's Tier 4 limit), never beyond the length one reply
-  message holds. Each flush is one `append(markdown_text=..., chunks=[...])`, which the
-  helper sends at once because it carries chunks;
+  message holds; once the message is started, a hand-off shows at once (its task chunks,
+  `bot.slack.timeline`). Each flush is one `append(markdown_text=..., chunks=[...])`,
+  which the helper sends at once because it carries chunks;
 - the stored reply is the truth: when what was streamed is not exactly its start (a
   step turned streamed text into a transfer, or the reply is longer than one message),
   the stream stops and the caller rewrites the message with `chat.update`, as it
-  replaces a placeholder, posting the rest as continuations;
+  replaces a placeholder, posting the rest as continuations; what the customer had
+  been shown (`sent`) is then stored with the event that replaced it
+  (`agents.events.SHOWN_BEFORE`);
 - the started message is recorded (`opened`) before anything else is sent, and the
   finished one carries `REPLY_METADATA`, so a recovery after a crash can tell a
   finished reply (nothing more to post) from an interrupted stream (finished in place).
@@ -100,44 +107,60 @@ FIRST_TEXT_WAIT_S = 0.25
 Opened = Callable[[str], Awaitable[None]]
 
 
+# The helper of a stream posting as the agent named (the message's username, if any).
+HelperFor = Callable[[str], Awaitable[AsyncChatStream]]
+# The identity arguments (a username, or none) that post as the agent named.
+IdentityOf = Callable[[str], dict[str, Any]]
+
+
+def speaker_prefix(agent: str) -> str:
+    """The words a streamed reply opens with: its agent, as a posted reply's notification
+    text (`agent: ...`) names it."""
+    return f"**{agent}:** "
+
+
 async def open_stream(
     client: AsyncWebClient,
     key: ThreadKey,
     msg: IncomingMessage,
     *,
-    identity: dict[str, Any],
+    identity: IdentityOf,
     limit: int,
     interval: float,
     steps: frozenset[str],
     names: frozenset[str],
     opened: Opened,
 ) -> SlackStream | None:
-    """The stream of the reply to `msg`, to be started with its first content; None when
-    Slack will not stream here (a channel message without the recipient ids)."""
+    """The stream of the reply to `msg`, to be started with its first text under the
+    agent that writes it (`identity` of that agent); None when Slack will not stream
+    here (a channel message without the recipient ids)."""
     if not msg.is_dm and not (msg.user and msg.team_id):
         REGISTRY.inc("support_bot_reply_streams_total", outcome="refused")
         return None
-    helper = await client.chat_stream(
-        channel=key.channel_id,
-        thread_ts=key.thread_ts,
-        recipient_user_id=msg.user or None,
-        recipient_team_id=msg.team_id or None,
-        task_display_mode="timeline",
-        buffer_size=_CALL_TEXT_CHARS,
-        **identity,
-    )
+
+    def helper_for(agent: str) -> Awaitable[AsyncChatStream]:
+        return client.chat_stream(
+            channel=key.channel_id,
+            thread_ts=key.thread_ts,
+            recipient_user_id=msg.user or None,
+            recipient_team_id=msg.team_id or None,
+            task_display_mode="timeline",
+            buffer_size=_CALL_TEXT_CHARS,
+            **identity(agent),
+        )
+
     return SlackStream(
-        helper, limit=limit, interval=interval, steps=steps, names=names, opened=opened
+        helper_for, limit=limit, interval=interval, steps=steps, names=names, opened=opened
     )
 
 
 class SlackStream:
-    """One reply to be streamed through `helper`: its message `ts` is None until the
-    reply's first content starts it."""
+    """One reply to be streamed through a helper made for its speaker (`helper_for`):
+    its message `ts` is None until the reply's first text starts it."""
 
     def __init__(
         self,
-        helper: AsyncChatStream,
+        helper_for: HelperFor,
         *,
         limit: int,
         interval: float,
@@ -145,7 +168,10 @@ class SlackStream:
         names: frozenset[str],
         opened: Opened,
     ) -> None:
-        self.helper = helper
+        self._helper_for = helper_for
+        self.helper: AsyncChatStream | None = None  # made for the first text's agent
+        self.speaker: str | None = None  # the agent the message is started as
+        self._held: list[Chunk] = []  # tasks waiting for the first text
         self.limit = limit
         self.interval = interval
         self.timeline = Timeline(steps, names)
@@ -169,16 +195,24 @@ class SlackStream:
 
     @property
     def ts(self) -> str | None:
-        """The streamed message, once the reply's first content started it."""
-        return self.helper.ts
+        """The streamed message, once the reply's first text started it."""
+        return self.helper.ts if self.helper is not None else None
 
     async def observe(self, event: Event) -> None:
-        """Show one event of the invocation: its tasks at once, its text in batches."""
+        """Show one event of the invocation: its text in batches, its tasks with the
+        first text and at once after it."""
         self._raise_failure()
         if self.broken:
             return  # refused or gone: the reply is written whole
         tasks = self.timeline.observe(event)
+        if self.ts is None and self.speaker is None:
+            # Not started: the hand-offs so far open the message with the first text.
+            self._held += tasks
+            tasks = []
         if event.partial and not self._full:
+            if self.speaker is None:
+                self.speaker = event.author
+                self._pending = speaker_prefix(event.author)
             text = self._gate.feed(event.text)
             if len(self.sent) + len(self._pending) + len(text) > self.limit:
                 self._full = True  # the rest comes with the stored reply
@@ -239,6 +273,10 @@ class SlackStream:
         if self.broken:
             return
         text, self._pending = self._pending, ""
+        if self.helper is None:
+            assert self.speaker is not None
+            self.helper = await self._helper_for(self.speaker)
+            tasks, self._held = self._held + tasks, []
         try:
             await self.helper.append(markdown_text=text or None, chunks=tasks)
         except SLACK_FAILURES as exc:
@@ -267,9 +305,15 @@ class SlackStream:
             outcome = "refused" if self.broken else "whole"
             REGISTRY.inc("support_bot_reply_streams_total", outcome=outcome)
             return False
-        text = safe_markdown(reply.text)
-        whole = len(text) <= self.limit and text.startswith(self.sent) and not self.broken
+        text = speaker_prefix(reply.author) + safe_markdown(reply.text)
+        whole = (
+            len(text) <= self.limit
+            and text.startswith(self.sent)
+            and reply.author == self.speaker
+            and not self.broken
+        )
         if whole:
+            assert self.helper is not None
             try:
                 await self.helper.stop(
                     markdown_text=text[len(self.sent) :] or None,
@@ -292,6 +336,17 @@ class SlackStream:
         REGISTRY.inc("support_bot_reply_streams_total", outcome="rewritten")
         return False
 
+    def replaced(self, reply: Event | None) -> str:
+        """The text the customer was shown that `reply` (None: a failure notice) does
+        not keep: "" when nothing was shown, or the reply starts with what was."""
+        if not self.sent:
+            return ""
+        shown = self.sent.removeprefix(speaker_prefix(self.speaker or ""))
+        if reply is not None and reply.author == self.speaker:
+            if safe_markdown(reply.text).startswith(shown):
+                return ""
+        return shown
+
     async def stop(self, *, failed: bool) -> None:
         """End the stream without a reply in it (the caller rewrites the message, when
         one was started); never raises."""
@@ -300,6 +355,7 @@ class SlackStream:
         if self.ts is None or self._stopped:
             return
         self._stopped = True
+        assert self.helper is not None
         try:
             await self.helper.stop(chunks=self.timeline.close(failed=failed))
         except SLACK_FAILURES as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents import LlmAgent, ParallelAgent
+from agents import AgentTool, BaseAgent, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
 from agents.events import Event
 from agents.models.base import ModelError
 from agents.models.scripted import ScriptedModel, deltas, json_text, transfer
@@ -16,7 +16,7 @@ def tree(model: ScriptedModel) -> LlmAgent:
 
 
 async def run(
-    agent: LlmAgent, *, streaming: bool, message: str = "charged twice"
+    agent: BaseAgent, *, streaming: bool, message: str = "charged twice"
 ) -> tuple[list[Event], list[Event]]:
     """(every event yielded, the session's stored events) of one invocation."""
     service = InMemorySessionService()
@@ -75,7 +75,9 @@ async def test_streaming_stores_and_yields_exactly_what_a_plain_run_does() -> No
     assert "".join(e.text for e in streamed if e.partial) == plain[-1].text
 
 
-async def test_decide_first_streams_only_the_answer_never_the_decision() -> None:
+async def test_decide_first_streams_nothing_its_reply_comes_once_decided() -> None:
+    """A decide-first draft may still be reviewed away, so nothing of it streams: the
+    reply comes as the step's complete event alone."""
     model = ScriptedModel(
         [
             json_text({"choice": "billing_agent"}),
@@ -84,10 +86,65 @@ async def test_decide_first_streams_only_the_answer_never_the_decision() -> None
         ],
         decide_first=True,
     )
-    yielded, _ = await run(tree(model), streaming=True)
-    partial = "".join(e.text for e in yielded if e.partial)
-    assert partial == "We refund within 5 days."
-    assert all(e.author == "billing_agent" for e in yielded if e.partial)
+    yielded, stored = await run(tree(model), streaming=True)
+    assert not any(e.partial for e in yielded)
+    assert (yielded[-1].author, yielded[-1].text) == ("billing_agent", "We refund within 5 days.")
+    assert stored[-1].text == "We refund within 5 days."
+
+
+async def test_a_draft_the_review_swaps_never_streams() -> None:
+    """billing_agent promises a refund; the review has policy_checker consulted first and
+    the reply is written again: no partial event ever carried the first draft."""
+    policy = LlmAgent(name="policy_checker", description="Says whether a refund is allowed.")
+    billing = LlmAgent(
+        name="billing_agent",
+        description="Refunds and invoices.",
+        tools=[AgentTool(policy, consult_before="promise a refund")],
+    )
+    root = LlmAgent(name="root", description="Front door.", sub_agents=[billing])
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # root routes
+            json_text("billing_agent"),  # billing answers itself
+            "I've refunded your duplicate charge.",  # the unchecked draft
+            json_text("yes"),  # the review: it promises a refund
+            json_text({"request": "Refund a duplicate charge?"}),
+            "DENIED: duplicates are refunded only after the bank confirms.",
+            "We'll refund it once the bank confirms the duplicate.",
+        ],
+        decide_first=True,
+        chunk_chars=4,
+    )
+    root.model = policy.model = model
+    yielded, stored = await run(root, streaming=True)
+    assert not any(e.partial for e in yielded)
+    assert "refunded your" not in " ".join(e.text for e in stored)
+    assert stored[-1].text == "We'll refund it once the bank confirms the duplicate."
+    model.assert_complete()
+
+
+async def test_only_the_last_step_of_a_pipeline_streams() -> None:
+    model = ScriptedModel(["The cache is corrupt.", "1. Clear the cache."])
+    pipe = SequentialAgent(
+        name="tech_support",
+        sub_agents=[
+            LlmAgent(name="diagnose", model=model, output_key="diagnosis"),
+            LlmAgent(name="fix_writer", model=model, instruction="Fix: {diagnosis}"),
+        ],
+    )
+    yielded, _ = await run(pipe, streaming=True)
+    assert [(e.author, e.text) for e in yielded if e.partial] == [
+        ("fix_writer", "1. Clear the cache.")
+    ]
+
+
+async def test_loop_rounds_do_not_stream() -> None:
+    model = ScriptedModel(["draft one", "draft two"])
+    loop = LoopAgent(name="refine", sub_agents=[LlmAgent(name="writer", model=model)],
+                     max_iterations=2)  # fmt: skip
+    yielded, _ = await run(loop, streaming=True)
+    assert not any(e.partial for e in yielded)
+    assert [e.text for e in yielded if e.text] == ["draft one", "draft two"]
 
 
 async def test_a_failed_model_call_ends_with_the_failure_notice_after_partials() -> None:

@@ -217,7 +217,7 @@ class BotHarness:
         s = self.services
         return DigestJob(
             db=s.db, summarizer=s.summarizer, client=s.client,
-            lead_channel="CLEAD", idle_after=0, owner=s.owner,
+            lead_channel="CLEAD", idle_after=0, owner=s.owner, root=s.runner.agent,
         )  # fmt: skip
 
     def handoff_submission(

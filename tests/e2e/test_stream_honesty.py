@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from agents.models.scripted import ScriptedModel, call, deltas, transfer
+from bot.slack.streaming import speaker_prefix
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm
 from tests.e2e.trees import support_tree
@@ -46,7 +47,7 @@ async def test_dishonest_links_and_unknown_tool_names_never_reach_the_stream(
     text = "".join(
         ch["text"] for a in sent for ch in a.get("chunks") or [] if ch["type"] == "markdown_text"
     )
-    assert text == (
+    assert text == speaker_prefix("billing_agent") + (
         f"Pay at [{EVIL}]({EVIL}) or [{EVIL}]({EVIL}) or see [bank.example.com].\n\nb: {EVIL}"
     )
     raw = json.dumps(sent)

@@ -1,20 +1,24 @@
 """Streamed replies over real HTTP: the stream's calls in order (started with the
-reply's first content), the task timeline, the text made safe before it is sent, a reply
-complete at once posted whole, and the placeholder flow where streaming is off."""
+reply's first text, under its agent), the task timeline, the text made safe before it is
+sent, a reply complete at once posted whole, and the placeholder flow where streaming is
+off."""
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from agents.models.base import ModelError
+from agents.events import SHOWN_BEFORE
+from agents.models.base import LlmRequest, LlmResponse, ModelError
 from agents.models.scripted import ScriptedModel, deltas, transfer
+from agents.summary.transcript import render_transcript
 from bot.slack.message_ts import message_ts
 from bot.slack.render.blocks import FAILURE_TEXT
-from bot.slack.streaming import is_complete_reply
+from bot.slack.streaming import is_complete_reply, speaker_prefix
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import channel_message, dm
@@ -56,8 +60,13 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
     model = ScriptedModel(
-        [transfer("billing_agent"), deltas("Your refund <!chan", "nel> is on ", "its way.")],
-        chunk_delay=0.3,
+        [
+            transfer("billing_agent"),
+            deltas(
+                "Your refund <!chan", "nel> is on ", "its way", " and should", " be there soon."
+            ),
+        ],
+        chunk_delay=0.4,
     )
     bot = await start_bot(support_tree(model), stream_append_seconds=1.0)
     await bot.send_event(dm("I was charged twice", ts="1700000001.000100"))
@@ -71,8 +80,9 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     start = calls[0][1]
     assert (start["channel"], start["thread_ts"]) == ("D1", "1700000001.000100")
     assert start["task_display_mode"] == "timeline"
-    # The hand-off starts the message; the text follows.
-    assert kinds(start) == ["task:support_supervisor → billing_agent"]
+    # The reply's first text starts the message, named after its agent, with the hand-off.
+    assert kinds(start) == ["text", "task:support_supervisor → billing_agent"]
+    assert start["chunks"][0]["text"].startswith(speaker_prefix("billing_agent"))
     shown = [k for _, args in calls[1:] for k in kinds(args)]
     assert shown and set(shown) == {"text"}
     # The first text once it gathered FIRST_TEXT_WAIT_S, then at most one call per
@@ -80,13 +90,14 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
     appends = [c for c in slack.calls if c.method == "chat.appendStream"]
     assert appends
     assert all(b.at - a.at >= 0.9 for a, b in itertools.pairwise(appends))
-    assert "".join(streamed_text(slack)) == "Your refund &lt;!channel&gt; is on its way."
+    words = "Your refund &lt;!channel&gt; is on its way and should be there soon."
+    assert "".join(streamed_text(slack)) == speaker_prefix("billing_agent") + words
     assert kinds(calls[-1][1]) == ["text"]
 
     # Nothing sent ever held a live mention, though the model split one across deltas.
     assert all("<!" not in piece for piece in streamed_text(slack))
     [message] = [m for m in slack.messages["D1"].values() if m.get("bot_id")]
-    assert message["text"] == "Your refund &lt;!channel&gt; is on its way."
+    assert message["text"] == speaker_prefix("billing_agent") + words
     assert not message["streaming"]
     assert "billing_agent" in context_text(message["blocks"])
     assert "support_supervisor → billing_agent" in context_text(message["blocks"])
@@ -96,7 +107,9 @@ async def test_dm_transferred_to_billing_streams_start_task_text_stop(
 async def test_without_streaming_the_same_reply_comes_by_placeholder_and_update(
     slack: FakeSlackApi, start_bot: StartBot, way: str
 ) -> None:
-    model = ScriptedModel([transfer("billing_agent"), "Your refund is on its way."])
+    model = ScriptedModel(
+        [transfer("billing_agent"), "Your refund is on its way."], chunk_delay=0.2
+    )
     settings: dict[str, Any] = {}
     if way == "refused":
         slack.stream_refusal = "not_allowed"
@@ -108,8 +121,7 @@ async def test_without_streaming_the_same_reply_comes_by_placeholder_and_update(
     await bot.idle()
     methods = [m for m, _ in posting_calls(slack)]
     if way == "refused":
-        # Tried with the first content (the hand-off), answered not_allowed: the reply is
-        # posted whole.
+        # Tried with the first text, answered not_allowed: the reply is posted whole.
         assert methods == ["chat.startStream", "chat.postMessage"]
         [reply] = slack.calls_to("chat.postMessage")
     else:
@@ -130,17 +142,33 @@ async def test_a_channel_thread_streams_to_its_recipient(
     [start] = slack.calls_to("chat.startStream")
     assert (start["recipient_user_id"], start["recipient_team_id"]) == ("U1", "T1")
     [message] = [m for m in slack.messages["C1"].values() if m.get("bot_id")]
-    assert message["text"] == "Hi from the channel"
+    assert message["text"] == speaker_prefix("support_supervisor") + "Hi from the channel"
     assert "support_supervisor" in context_text(message["blocks"])
 
 
-async def test_a_failed_model_call_ends_the_stream_with_the_notice(
-    slack: FakeSlackApi, start_bot: StartBot
-) -> None:
-    def broken(_request: object) -> str:
-        raise ModelError("the model server went away", code="model_unavailable")
+class BreaksMidStream(ScriptedModel):
+    """A model whose stream shows some text, then fails (a server that went away): the
+    text already shown cannot be retried (`agents.models.litellm_stream`)."""
 
-    bot = await start_bot(support_tree(ScriptedModel([transfer("billing_agent"), broken])))
+    async def generate_stream(self, request: LlmRequest) -> AsyncIterator[LlmResponse]:
+        shown = False
+        async for response in super().generate_stream(request):
+            if shown and not response.partial:
+                raise ModelError("the model server went away", code="model_unavailable")
+            shown = shown or response.partial
+            yield response
+
+
+async def test_a_failed_model_call_ends_the_stream_with_the_notice_and_keeps_what_was_shown(
+    slack: FakeSlackApi, start_bot: StartBot, database: Any
+) -> None:
+    """The customer saw the start of a reply, then the failure notice replaced it: the
+    stored failure records what they were shown, and the summary transcript shows it."""
+    model = BreaksMidStream(
+        [transfer("billing_agent"), deltas("I've refunded ", "your duplicate ", "charge")],
+        chunk_delay=0.3,
+    )
+    bot = await start_bot(support_tree(model))
     await bot.send_event(dm("I was charged twice", ts="1700000001.000100"))
     await slack.wait_for("chat.update")
     await bot.idle()
@@ -151,6 +179,20 @@ async def test_a_failed_model_call_ends_the_stream_with_the_notice(
     [message] = [m for m in slack.messages["D1"].values() if m.get("bot_id")]
     assert message["text"] == FAILURE_TEXT
     assert not message["streaming"]
+    shown = "".join(streamed_text(slack)).removeprefix(speaker_prefix("billing_agent"))
+    assert shown.startswith("I've refunded ")
+    key = ThreadKey(team_id="T1", channel_id="D1", thread_ts="1700000001.000100")
+    record = await database.threads.get(key)
+    assert record is not None
+    session = await database.sessions.of_thread(record)
+    assert session is not None
+    [failure] = [e for e in session.events if e.error_code == "model_unavailable"]
+    assert failure.custom_metadata[SHOWN_BEFORE] == shown
+    transcript = render_transcript(list(session.events)).text
+    assert (
+        f"[{failure.id}] billing_agent SHOWN TO THE CUSTOMER FIRST, THEN REPLACED: " in transcript
+    )
+    assert shown.strip() in transcript
 
 
 async def test_a_long_answer_stays_within_slacks_limits(
@@ -236,7 +278,11 @@ async def test_the_first_text_shows_while_the_model_pauses(
     await bot.idle()
     [start] = [c for c in slack.calls if c.method == "chat.startStream"]
     [stop] = [c for c in slack.calls if c.method == "chat.stopStream"]
-    assert kinds(start.args) == ["text"] and start.args["chunks"][0]["text"] == "Checking "
+    first = start.args["chunks"][0]["text"]
+    assert (
+        kinds(start.args) == ["text"]
+        and first == speaker_prefix("support_supervisor") + "Checking "
+    )
     assert stop.at - start.at >= 0.5  # shown during the pause, not with the rest
     [message] = [m for m in slack.messages["D1"].values() if m.get("bot_id")]
-    assert message["text"] == "Checking your refund now."
+    assert message["text"] == speaker_prefix("support_supervisor") + "Checking your refund now."

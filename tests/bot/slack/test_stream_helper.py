@@ -1,7 +1,8 @@
 """A streamed reply rides on slack_sdk's stream helper (`AsyncWebClient.chat_stream`,
 `AsyncChatStream`), over real HTTP to the fake Web API: the stream calls in order, the
 text escaped before any of it is sent, the hand-offs and consultations as task chunks,
-the message recorded as it starts, and the rewrite rule."""
+the message started by the first text under its agent and recorded as it starts, and
+the rewrite rule."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from bot.slack.messages import IncomingMessage
-from bot.slack.streaming import SlackStream, is_complete_reply, open_stream
+from bot.slack.streaming import SlackStream, is_complete_reply, open_stream, speaker_prefix
 from storage.threads import ThreadKey
 from tests.fakes.slack_api import FakeSlackApi
 from tests.fakes.slack_streams import STREAM_METHODS
@@ -73,7 +74,7 @@ async def streamed(
         client,
         KEY,
         MSG,
-        identity={},
+        identity=lambda agent: {"username": agent},
         limit=3000,
         interval=600,
         steps=frozenset(),
@@ -120,8 +121,12 @@ async def test_a_stream_goes_through_the_sdk_helper_escaped_with_its_tasks(
     assert methods[0] == "chat.startStream" and methods[-1] == "chat.stopStream"
     assert set(methods[1:-1]) == {"chat.appendStream"}
     assert slack.refused == []  # every call as strict Slack takes it
-    # The hand-off started the message, alone; it was recorded before any other call.
-    assert tasks(calls[0][1]) == [("support_supervisor → billing_agent", "complete")]
+    # The first text started the message under its agent, the hand-off with it; it was
+    # recorded before any other call.
+    start = calls[0][1]
+    assert tasks(start)[0] == ("support_supervisor → billing_agent", "complete")
+    assert texts(start)[0].startswith(speaker_prefix("billing_agent"))
+    assert start["username"] == "billing_agent"
     [helper] = client.helpers
     assert opened == [(helper.ts, 1)] and stream.ts == helper.ts
     assert [t for _, args in calls for t in tasks(args)] == [
@@ -131,11 +136,12 @@ async def test_a_stream_goes_through_the_sdk_helper_escaped_with_its_tasks(
     ]
     pieces = [piece for _, args in calls for piece in texts(args)]
     assert all("<!" not in piece for piece in pieces)
-    assert "".join(pieces) == "Your refund &lt;!channel&gt; is on its way."
+    shown = speaker_prefix("billing_agent") + "Your refund &lt;!channel&gt; is on its way."
+    assert "".join(pieces) == shown
     stop = calls[-1][1]
     assert stop["ts"] == helper.ts and is_complete_reply(stop, "inv1")
     message = slack.messages["D1"][str(helper.ts)]
-    assert message["text"] == "Your refund &lt;!channel&gt; is on its way."
+    assert message["text"] == shown
     assert not message["streaming"]
 
 
@@ -168,6 +174,8 @@ async def test_a_refused_stream_shows_nothing_and_leaves_the_reply_to_be_posted_
     stream, _ = await streamed(slack, opened)
     await stream.observe(said("support_supervisor", actions=HANDOFF))
     await stream.observe(delta("Your refund"))
+    # A consultation after the first text starts the message at once: refused.
+    await stream.observe(said("billing_agent", parts=(Part(function_call=CONSULT),)))
     reply = answer("Your refund is on its way.", "e3")
     assert not await stream.finish(reply, [])
     await stream.stop(failed=True)
