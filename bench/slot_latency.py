@@ -69,7 +69,7 @@ async def converse(mode: str, turns: int, models: object) -> dict[str, object]:
 
 async def main(turns: int, modes: list[str]) -> None:
     from bot.config import Settings
-    from bot.wiring import open_models
+    from bot.models import open_models
 
     async with open_models(Settings(_env_file=None), stderr=sys.stderr) as models:  # type: ignore[call-arg]
         for mode in modes:

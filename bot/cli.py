@@ -74,9 +74,10 @@ def _run(work: Coroutine[Any, Any, int], settings: Settings) -> int:
 async def _serve(settings: Settings, serve: Callable[..., Awaitable[None]]) -> int:
     """Open the models and storage, then run `serve` until a signal stops it; on SQLite,
     marked as running for operator commands that must not race it (`bot.ops.running`)."""
+    from bot.models import open_models
     from bot.ops.knowledge import sync_at_start
     from bot.ops.running import bot_running
-    from bot.wiring import build_runner, build_summarizer, loop_lag_gate, open_models, work_limit
+    from bot.wiring import build_runner, build_summarizer, loop_lag_gate, work_limit
     from storage.database import Database
 
     with bot_running(settings.database_url):

@@ -33,6 +33,7 @@ from agents.llm.transfer import TRANSFER_TOOL, transfer_declaration, transfer_in
 from agents.models.base import GenerateConfig, LlmRequest, LlmResponse, Model
 from agents.tools.base_tool import BaseTool, ToolError
 from agents.tools.function_tool import FunctionTool
+from agents.tools.results import json_result, result_text
 
 InstructionProvider = Callable[[ReadonlyContext], "str | Awaitable[str]"]
 ToolLike = BaseTool | Callable[..., Any]
@@ -330,7 +331,7 @@ class LlmAgent(BaseAgent):
         )
         final_text = None
         if skip and transfer is None:
-            final_text = "\n".join(_result_text(r) for r in results)
+            final_text = "\n".join(result_text(r) for r in results)
         return event, final_text
 
     async def _run_tool(
@@ -356,10 +357,10 @@ class LlmAgent(BaseAgent):
                 tool_context,
             )
         if canned is not None:
-            result = _json_result(call.name, canned)
+            result = json_result(call.name, canned)
         else:
             try:
-                result = _json_result(
+                result = json_result(
                     call.name, await tool.run(args=args, tool_context=tool_context)
                 )
             except AgentRuntimeError:
@@ -378,7 +379,7 @@ class LlmAgent(BaseAgent):
                 result,
             )
             if replaced is not None:
-                result = _json_result(call.name, replaced)
+                result = json_result(call.name, replaced)
         return result
 
     def _transfer(self, call: FunctionCall, tool_context: ToolContext) -> dict[str, Any]:
@@ -388,17 +389,3 @@ class LlmAgent(BaseAgent):
             return {"error": f"cannot transfer to {name!r}; allowed agents: {allowed}"}
         tool_context.actions.transfer_to_agent = name
         return {"result": f"transferred to {name}"}
-
-
-def _json_result(name: str, result: Any) -> dict[str, Any]:
-    value = result if isinstance(result, dict) else {"result": result}
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError):
-        return {"error": f"tool {name} returned a value that is not JSON: {type(result).__name__}"}
-
-
-def _result_text(result: dict[str, Any]) -> str:
-    if set(result) == {"result"} and isinstance(result["result"], str):
-        return result["result"]
-    return json.dumps(result, ensure_ascii=False)

@@ -49,7 +49,8 @@ async def eval_summaries(
     from bot.evals.dataset import load_conversations
     from bot.evals.shadow import ShadowValidator
     from bot.evals.summaries import evaluate, outcome_line, select_every_nth
-    from bot.wiring import build_summary_service, open_models
+    from bot.models import open_models
+    from bot.wiring import build_summary_service
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
@@ -113,7 +114,8 @@ async def eval_routing(
         select_every_nth,
         split_half,
     )
-    from bot.wiring import build_tree, open_models, output_budget
+    from bot.models import open_models
+    from bot.wiring import build_tree, output_budget
 
     if model:
         settings = settings.model_copy(update={"model": model})
@@ -167,7 +169,8 @@ async def _compare_modes(
     from bot.evals.dataset import load_conversations
     from bot.evals.summaries import select_every_nth
     from bot.evals.windows import ThreadScore, by_source, compare_modes, side_by_side, thread_line
-    from bot.wiring import build_summary_service, open_models
+    from bot.models import open_models
+    from bot.wiring import build_summary_service
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
@@ -218,7 +221,8 @@ async def eval_answers(
     from bot.evals.answer_run import EveryCollection, evaluate_answers
     from bot.evals.answers import case_line, load_answer_cases, report_lines
     from bot.evals.routing import select_every_nth
-    from bot.wiring import open_models, output_budget
+    from bot.models import open_models
+    from bot.wiring import output_budget
     from storage.database import Database
 
     if model:

@@ -59,8 +59,9 @@ def db_upgrade(settings: Settings, out: TextIO, revision: str = "head") -> int:
 
 async def digest_once(settings: Settings, out: TextIO) -> int:
     """One digest pass: post to SUPPORT_LEAD_CHANNEL when Slack is configured, else store."""
+    from bot.models import open_models
     from bot.slack.client import SlackClient
-    from bot.wiring import build_digest_job, build_summarizer, build_tree, open_models
+    from bot.wiring import build_digest_job, build_summarizer, build_tree
     from storage.database import Database
 
     slack = SlackClient(settings) if settings.slack_bot_token is not None else None

@@ -277,8 +277,9 @@ async def run_chat(
     import asyncio
 
     from agents.models.litellm_model import preload_litellm
+    from bot.models import open_models
     from bot.terminal.lines import LineReader
-    from bot.wiring import build_runner, build_summarizer, open_models
+    from bot.wiring import build_runner, build_summarizer
     from storage.database import Database
     from storage.errors import StorageError
 

@@ -21,7 +21,7 @@ from agents.models.scripted import ScriptedModel, json_text
 from agents.tree import build_support_tree
 from bot.config import Settings
 from bot.local_model.server import LocalEndpoint
-from bot.wiring import configured_models
+from bot.models import configured_models
 from tests.agents.conversation import Conversation
 from tests.agents.test_decision import support_tree, write_tree
 from tests.agents.test_decision_scoring import scored

@@ -9,7 +9,8 @@ from agents.models.litellm_model import LiteLlmModel
 from agents.sessions.service import InMemorySessionService
 from agents.summary.windows import InMemoryWindowStore
 from bot.config import Settings
-from bot.wiring import build_runner, configured_models, model_factory
+from bot.models import configured_models, model_factory
+from bot.wiring import build_runner
 
 TREE = """
 root: front_desk

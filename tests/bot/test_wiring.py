@@ -12,12 +12,12 @@ from agents.summary.aids.policy import SmallModelAids
 from agents.summary.checks.validator import Validator
 from agents.summary.service import SummaryService
 from bot.config import Settings
+from bot.models import configured_models
 from bot.slack.app import create_services
 from bot.wiring import (
     LOCAL_REPETITION_PENALTY,
     build_digest_job,
     build_summary_service,
-    configured_models,
     process_owner,
 )
 from storage.database import Database

@@ -90,7 +90,7 @@ class BotHarness:
         `after_invocation` hooks run after it (the window records of
         `SUMMARY_MODE=incremental`, say); `limit` is the shared slot count those hooks were
         built under (`bot.wiring.work_limit`; unset, one is built from the settings);
-        `model_slot` is the one-request model slot turns hold (`bot.wiring.Models.slot`)."""
+        `model_slot` is the one-request model slot turns hold (`bot.models.Models.slot`)."""
         config = Settings(
             slack_bot_token="xoxb-test",
             slack_signing_secret=SIGNING_SECRET,

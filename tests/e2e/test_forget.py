@@ -18,9 +18,10 @@ from agents.llm.agent import LlmAgent
 from agents.models.scripted import ScriptedModel, transfer
 from agents.summary import SummaryService
 from bot.config import Settings
+from bot.models import Models
 from bot.ops.commands import forget
 from bot.ops.running import bot_running
-from bot.wiring import Models, build_summarizer, window_hooks, work_limit
+from bot.wiring import build_summarizer, window_hooks, work_limit
 from storage.forget import HANDOFF_REDACTED
 from storage.schema import (
     deliveries,

@@ -16,7 +16,8 @@ from typing import Any
 from agents.models.slot import ModelSlot
 from agents.summary.agent import SUMMARIZER_NAME
 from bot.config import Settings
-from bot.wiring import Models, build_summarizer, window_hooks, work_limit
+from bot.models import Models
+from bot.wiring import build_summarizer, window_hooks, work_limit
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, channel_message

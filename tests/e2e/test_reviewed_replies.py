@@ -21,8 +21,9 @@ from typing import Any
 from agents.models.scripted import ScriptedModel, deltas, json_text, transfer
 from agents.tree import build_support_tree
 from bot.config import Settings
+from bot.models import Models
 from bot.slack.streaming import speaker_prefix
-from bot.wiring import Models, build_summarizer, window_hooks, work_limit
+from bot.wiring import build_summarizer, window_hooks, work_limit
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot

@@ -25,10 +25,11 @@ from agents.events import Event
 from agents.models.base import LlmRequest, LlmResponse
 from agents.summary.record import HandoffRecord
 from bot.config import Settings
+from bot.models import Models
 from bot.ops.commands import forget
 from bot.slack.permalinks import ThreadLinks
 from bot.threads.admission import Priority
-from bot.wiring import Models, build_summarizer, window_hooks, work_limit
+from bot.wiring import build_summarizer, window_hooks, work_limit
 from storage.threads import ThreadKey
 from tests.e2e.agent_model import AgentModel
 from tests.e2e.conftest import StartBot
