@@ -110,6 +110,7 @@ async def test_a_draft_the_review_swaps_never_streams() -> None:
             json_text("yes"),  # the review: it promises a refund
             json_text({"request": "Refund a duplicate charge?"}),
             "DENIED: duplicates are refunded only after the bank confirms.",
+            json_text("billing_agent"),  # billing answers itself (root is on offer too)
             "We'll refund it once the bank confirms the duplicate.",
         ],
         decide_first=True,

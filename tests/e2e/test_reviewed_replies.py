@@ -115,6 +115,7 @@ async def test_a_refund_draft_the_review_swaps_never_reaches_slack(
             json_text("yes"),  # the review: the draft promises a refund
             json_text({"request": REFUND_QUESTION}),
             POLICY,  # policy_checker
+            json_text("billing_agent"),  # billing_agent answers itself (the supervisor is on offer)
             CHECKED_ANSWER,  # billing_agent again, the policy's answer in view
         ],
         decide_first=True,

@@ -87,6 +87,7 @@ async def test_knowledge_search_ranks_and_cites(db: Database, tmp_path: Path) ->
         "title": "Refund policy",
         "heading": "Duplicate charges",
         "url": "https://help.example.com/refunds",
+        "collection": "billing",
     }
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 

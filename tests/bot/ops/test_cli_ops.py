@@ -207,8 +207,11 @@ async def test_eval_routing_prints_accuracy_and_confusion_table(
         ["support_supervisor", "1", "1", "0%"],
         ["tech_support", "1", "1", "0%"],
     ]
-    # A hosted model (native tools) answers in one call: no separate decision to time.
+    # A hosted model (native tools) answers in one call: no separate decision to time, and
+    # no log-probabilities for the examples' vote to weigh against.
     assert lines[12:] == [
+        "decisions the examples' vote changed: 0 (0 to the expected agent, 0 away from it); "
+        "the model alone: 50.0% (2 of 4)",
         "seconds per routing decision: - (the model answers in one call)",
         "pretend-action replies shown to the user: 0 (caught and replaced: 0)",
         "replies promising a refund: 0, with the policy tool consulted first: 0 "
