@@ -26,7 +26,7 @@ from agents.errors import AgentRuntimeError
 from agents.events import Event, EventActions, FunctionCall, FunctionResponse, Part
 from agents.history import build_contents, current_turn_contents
 from agents.llm.decide_first import respond, step_options
-from agents.llm.grounding import ground
+from agents.llm.grounding import Grounding, ground
 from agents.llm.instructions import inject_state
 from agents.llm.streaming import TextSink, call_streaming, streams, with_partials
 from agents.llm.transfer import TRANSFER_TOOL, transfer_declaration, transfer_instruction
@@ -166,10 +166,16 @@ class LlmAgent(BaseAgent):
     # -- run -------------------------------------------------------------------
 
     async def _run_impl(self, ctx: InvocationContext) -> AsyncIterator[Event]:
+        prefetched: Grounding | None = None
         while True:
+            model = self.resolve_model(ctx)
+            # Knowledge and the reply's check: agents.llm.grounding. Sections retrieved
+            # before a step serve this run's later steps too: the question is the same.
+            grounding = prefetched or await ground(self.tools, ctx, model.profile, self.name)
+            prefetched = grounding if grounding.prefetched else None
             last: Event | None = None
             transfer_to: str | None = None
-            async for event in self._step(ctx):
+            async for event in self._step(ctx, model, grounding):
                 last = event
                 transfer_to = event.actions.transfer_to_agent or transfer_to
                 yield event
@@ -182,11 +188,11 @@ class LlmAgent(BaseAgent):
             if last is None or last.is_final_response() or ctx.end_invocation:
                 return
 
-    async def _step(self, ctx: InvocationContext) -> AsyncIterator[Event]:
-        model = self.resolve_model(ctx)
-        # Knowledge and the reply's check: agents.llm.grounding; decide-first models and the
-        # pretend-action check: agents.llm.decide_first. Each model call: `_call_model`.
-        grounding = await ground(self.tools, ctx, model.profile, self.name)
+    async def _step(
+        self, ctx: InvocationContext, model: Model, grounding: Grounding
+    ) -> AsyncIterator[Event]:
+        # Decide-first models and the pretend-action check: agents.llm.decide_first. Each
+        # model call: `_call_model`.
         request, options = grounding.instruct(
             await self.build_request(ctx, model),
             step_options(self, ctx, await self._instruction(ctx)),

@@ -7,13 +7,14 @@ scripted model."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
 from agents.events import Event
 from agents.knowledge.documents import load_folder
 from agents.knowledge.reply_check import CHECK_KEY, NOT_FOUND_TEXT, SOURCES_KEY
+from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, call, json_text
 from agents.tree import build_support_tree
@@ -180,4 +181,44 @@ async def test_reply_saying_the_documents_do_not_answer_is_the_honest_answer(
     turn = await conversation.send(DUPLICATE_CHARGE)
     assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
     assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "not_found"
+    model.assert_complete()
+
+
+class CountingSearch:
+    """The shipped index, counting each search by the collections it covered."""
+
+    def __init__(self, inner: KnowledgeSearch) -> None:
+        self.inner = inner
+        self.searched: list[tuple[str, ...]] = []
+
+    async def search(
+        self, query: str, *, collections: Sequence[str] | None = None, limit: int = 5
+    ) -> list[KnowledgeHit]:
+        self.searched.append(tuple(collections or ()))
+        return await self.inner.search(query, collections=collections, limit=limit)
+
+
+async def test_an_agent_searches_once_per_turn_across_its_steps(db: Database) -> None:
+    """billing_agent's draft promises a refund, so the review has policy_checker consulted
+    and billing_agent steps again: its sections were retrieved once, for both steps."""
+    search = CountingSearch(db.knowledge)
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),  # the supervisor's decision
+            json_text("billing_agent"),  # billing_agent answers itself
+            "Yes, I've refunded the duplicate charge.",  # a promise, unchecked
+            json_text("yes"),  # the consult check: a refund promised before the policy
+            json_text({"request": "Refund a duplicate charge on INV-2291?"}),
+            "ALLOWED once the bank confirms the duplicate charge.",  # policy_checker
+            json_text("billing_agent"),  # billing_agent answers itself again
+            GROUNDED,
+        ],
+        decide_first=True,
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=search), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", GROUNDED)
+    # billing_agent's collections in the shipped tree; policy_checker searches its own.
+    assert search.searched.count(("billing", "policies")) == 1, search.searched
+    assert search.searched.count(("policies",)) == 1, search.searched
     model.assert_complete()
