@@ -158,15 +158,7 @@ class FeedbackStore:
 
         async def find(conn: AsyncConnection, session: str) -> tuple[str | None, str | None]:
             """(the reply's agent if this session holds it, the session handed off from)."""
-            pk = (
-                sa.select(sessions.c.pk)
-                .where(
-                    sessions.c.app_name == app_name,
-                    sessions.c.user_id == user_id,
-                    sessions.c.session_id == session,
-                )
-                .scalar_subquery()
-            )
+            pk = _session_pk(app_name, user_id, session)
             rows = await conn.execute(
                 sa.select(events.c.seq, events.c.author, events.c.custom_metadata).where(
                     events.c.session_pk == pk, events.c.seq.in_((1, seq))
@@ -201,15 +193,7 @@ async def _handed_off_from(
     conn: AsyncConnection, app_name: str, user_id: str, session_id: str
 ) -> str | None:
     """The session `session_id`'s hand-off record was made from, if it starts with one."""
-    pk = (
-        sa.select(sessions.c.pk)
-        .where(
-            sessions.c.app_name == app_name,
-            sessions.c.user_id == user_id,
-            sessions.c.session_id == session_id,
-        )
-        .scalar_subquery()
-    )
+    pk = _session_pk(app_name, user_id, session_id)
     first = await conn.execute(
         sa.select(events.c.custom_metadata).where(events.c.session_pk == pk, events.c.seq == 1)
     )
@@ -222,3 +206,16 @@ def _ts(value: str) -> float:
         return float(value)
     except ValueError:
         return float("inf")
+
+
+def _session_pk(app_name: str, user_id: str, session_id: str) -> sa.ScalarSelect[int]:
+    """The stored session's primary key, as a subquery."""
+    return (
+        sa.select(sessions.c.pk)
+        .where(
+            sessions.c.app_name == app_name,
+            sessions.c.user_id == user_id,
+            sessions.c.session_id == session_id,
+        )
+        .scalar_subquery()
+    )
