@@ -7,18 +7,14 @@ scripted model."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-
-import pytest
+from collections.abc import Sequence
 
 from agents.events import Event
-from agents.knowledge.documents import load_folder
 from agents.knowledge.reply_check import CHECK_KEY, NOT_FOUND_TEXT, SOURCES_KEY
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, call, json_text
 from agents.tree import build_support_tree
-from bot.knowledge import SAMPLE_DIR
 from storage import Database
 from tests.agents.conversation import Conversation
 
@@ -31,16 +27,6 @@ GROUNDED = (
     "payment method within 5 to 10 business days."
 )
 INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
-
-
-@pytest.fixture
-async def db(sqlite_url: str) -> AsyncIterator[Database]:
-    database = await Database.open(sqlite_url)
-    await database.knowledge.sync(load_folder(SAMPLE_DIR))
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 def _to_billing(*billing: str) -> ScriptedModel:

@@ -3,29 +3,15 @@ knowledge index, its sections returned to the model with what a citation needs."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from agents.errors import AgentTreeError
-from agents.knowledge.documents import load_folder
 from agents.llm.agent import LlmAgent
 from agents.models.scripted import ScriptedModel, call
 from agents.tools.knowledge_search import KnowledgeSearchTool
 from agents.tree import TreeSpec
-from bot.knowledge import SAMPLE_DIR
 from storage import Database
 from tests.agents.conversation import Conversation
-
-
-@pytest.fixture
-async def db(sqlite_url: str) -> AsyncIterator[Database]:
-    database = await Database.open(sqlite_url)
-    await database.knowledge.sync(load_folder(SAMPLE_DIR))
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 def _tree(knowledge: object) -> dict[str, object]:
