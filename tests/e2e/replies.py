@@ -52,6 +52,15 @@ def shown(message: dict[str, Any]) -> str:
     return "\n".join(sections) if sections else str(message.get("text") or "")
 
 
+def answer_of(message: dict[str, Any]) -> str:
+    """`shown(message)` without the `**agent:** ` a streamed reply opens with (a reply
+    that takes longer than the first-text wait streams; a quicker one is posted whole)."""
+    text = shown(message)
+    if text.startswith("**") and ":** " in text:
+        return text.split(":** ", 1)[1]
+    return text
+
+
 def context_text(message: dict[str, Any]) -> str:
     """The context line under a reply (the agent that wrote it, and any transfer)."""
     return " ".join(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import SIGNING_SECRET, dm
-from tests.e2e.replies import context_text, shown
+from tests.e2e.replies import answer_of, context_text
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, text
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import (
@@ -124,7 +124,7 @@ async def test_crash_sigkill_with_invocations_in_flight_loses_nothing(
             else:
                 # A streamed reply shows its text and names its agent in the context line;
                 # one rewritten by chat.update names it in its notification text too.
-                assert shown(message).startswith("Answer to: ")
+                assert answer_of(message).startswith("Answer to: ")
                 assert "support_supervisor" in context_text(message)
                 replies += 1
     print(f"crash: {in_flight} threads in flight at SIGKILL; {notices} notices, {replies} replies")

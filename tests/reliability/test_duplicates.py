@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import BotHarness, channel_message, dm, open_database
-from tests.e2e.replies import context_text, shown
+from tests.e2e.replies import answer_of, context_text
 from tests.fakes.slack_api import FakeSlackApi
 from tests.reliability.support import EchoModel, bot_messages, echo_tree
 
@@ -101,7 +101,7 @@ async def test_duplicates_500_events_delivered_up_to_4_times_give_500_replies(
     replies = 0
     for n, item in enumerate(items):
         mine = bot_messages(slack, item["channel"], item["ts"])
-        assert [shown(m) for m in mine] == [f"Answer to: q{n}"]
+        assert [answer_of(m) for m in mine] == [f"Answer to: q{n}"]
         assert "support_supervisor" in context_text(mine[0])
         replies += len(mine)
     assert replies == EVENTS
