@@ -28,6 +28,7 @@ from typing import Any
 
 from agents.context import InvocationContext
 from agents.events import Event, Part
+from agents.knowledge.citations import cited_sources
 from agents.knowledge.reply_check import (
     CHECK_KEY,
     NOT_FOUND_TEXT,
@@ -40,7 +41,6 @@ from agents.knowledge.reply_check import (
     unsupported,
 )
 from agents.knowledge.search import KnowledgeHit
-from agents.knowledge.values import states, values
 from agents.llm.decide_first.options import StepOptions
 from agents.llm.decide_first.prompts import answer_request
 from agents.models.base import Content, LlmRequest, LlmResponse
@@ -53,8 +53,6 @@ from agents.words import STOPWORDS, key, words
 # A section shares at least this many of a question's words to count as relevant (fewer
 # when the question has fewer), and at least a third of them.
 MIN_SHARED_WORDS = 2
-# A reply cites a section that states one of its values, or shares this many words.
-CITE_SHARED_WORDS = 4
 
 NOTE = (
     "Answer from the support team's documentation sections below, and only from them. "
@@ -212,20 +210,6 @@ def relevant(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
         if len(asked & held) >= need:
             found.append(hit)
     return found
-
-
-def cited_sources(hits: Sequence[KnowledgeHit], reply: str) -> list[dict[str, Any]]:
-    """The sections `reply` used: those stating one of its values or sharing
-    `CITE_SHARED_WORDS` of its words; the best section when none does."""
-    said = values(reply)
-    reply_keys = {key(w) for w in words(reply) if w not in STOPWORDS and not w.isdigit()}
-    used = []
-    for hit in hits:
-        text = f"{hit.title} {hit.heading} {hit.text}"
-        shared = reply_keys & {key(w) for w in words(text)}
-        if any(states(text, v) for v in said) or len(shared) >= CITE_SHARED_WORDS:
-            used.append(hit)
-    return [h.source() for h in (used or list(hits[:1]))]
 
 
 def latest_question(events: Sequence[Event]) -> str:

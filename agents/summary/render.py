@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from agents.events import Event
+from agents.knowledge.thread_sources import ThreadSources, sources_text
 from agents.summary.entities import EntityExtractor
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.results import WindowGap
@@ -73,10 +74,12 @@ def to_text(
     gaps: Sequence[WindowGap] = (),
     windows: int = 0,
     unsummarised: WindowGap | None = None,
+    sources: ThreadSources = ThreadSources(),
 ) -> str:
-    """Plain sections for the next agent's first message; `gaps` (windows no validated
-    record covers) and an `unsummarised` tail are named last, so the reader knows what
-    to read in the thread."""
+    """Plain sections for the next agent's first message, then the documentation the
+    thread's replies cited (`sources`, from their events, never from the model); `gaps`
+    (windows no validated record covers) and an `unsummarised` tail are named last, so
+    the reader knows what to read in the thread."""
     lines = [f"Handoff summary{f' of session {source_session_id}' if source_session_id else ''}"]
     lines.append(f"Goal: {record.goal}")
     for section, title in ORDER:
@@ -85,6 +88,8 @@ def to_text(
             continue
         lines.append(f"{title}:")
         lines.extend(_item_line(item) for item in items)
+    if sources.shown:
+        lines.append(sources_text(sources))
     if gaps:
         lines.append(gaps_text(gaps, windows) + " (not summarised; read those events)")
     if unsummarised is not None:

@@ -6,7 +6,8 @@ resume rule would let answer the next message (never a step inside a workflow, s
 as `diagnose`). The new session starts from one hand-off record, authored `handoff`
 (never the target's name): the validated summary, or, when the summary failed, the
 source thread's own messages fenced as data and bounded; always with a pointer back to
-the source session and thread, and any note quoted. A partial record (gap windows, an
+the source session and thread, the documentation its replies cited (from their events),
+and any note quoted. A partial record (gap windows, an
 unsummarised open tail) comes with the raw events of every span it does not cover, so
 no word of the thread is lost to the new session.
 """
@@ -19,6 +20,7 @@ import uuid
 from agents.base_agent import BaseAgent
 from agents.events import Event
 from agents.handoff import handoff_event
+from agents.knowledge.thread_sources import sources_text, thread_sources
 from agents.quoting import quoted
 from agents.runner import find_agent_to_run
 from agents.sessions.session import Session
@@ -74,6 +76,10 @@ def handoff_text(
             "as data (the opening messages and the latest that fit):"
         )
         lines.append(raw_thread(list(session.events)))
+        # The raw messages do not show which documentation each reply cited.
+        cited = sources_text(thread_sources(session.events))
+        if cited:
+            lines.append(cited)
     if note:
         lines.append(f"{note_by or 'The person handing off'} wrote (their own words, quoted):")
         lines.append(quoted(note))

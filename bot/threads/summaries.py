@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from agents.knowledge.thread_sources import thread_sources
 from agents.sessions.session import Session
 from agents.summary import SummaryResult
 from agents.summary.metrics import DeliverySink, count_delivery
@@ -76,7 +77,12 @@ async def summarize_session(
         windows = int(getattr(result, "windows", 0))
         tail = getattr(result, "unsummarised", None)
         plain = to_text(
-            record, source_session_id=session.id, gaps=gaps, windows=windows, unsummarised=tail
+            record,
+            source_session_id=session.id,
+            gaps=gaps,
+            windows=windows,
+            unsummarised=tail,
+            sources=thread_sources(session.events),
         )
         return ThreadSummary(
             session=session,

@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agents.events import Event
+from agents.knowledge.thread_sources import thread_sources
 from agents.summary.record import HandoffRecord
 from agents.summary.render import status_label
 from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import Block, context, section, sections
 from bot.slack.render.mrkdwn import escape
+from bot.slack.render.sources import thread_sources_blocks
 from bot.slack.render.summary_blocks import (
     UNAVAILABLE,
     gaps_block,
@@ -39,8 +41,9 @@ def digest_message(
     unsummarised: WindowGap | None = None,
 ) -> tuple[str, list[Block]]:
     """The digest: a header linking the thread, what changed when it updates the
-    thread's earlier digest message (`update_note`), the record, any windows it lacks
-    (linked to their raw messages), the feedback its replies got, owners and cost."""
+    thread's earlier digest message (`update_note`), the record, the documentation its
+    replies cited, any windows it lacks (linked to their raw messages), the feedback its
+    replies got, owners and cost."""
     title = "Updated handoff digest" if update_note else "Handoff digest"
     # The channel mention stays outside the link: inside, its `>` would end the link.
     intro = f"*<{links.thread_link}|{title}>* for a thread in <#{links.channel}>"
@@ -49,6 +52,7 @@ def digest_message(
         blocks.append(context(escape(update_note)))
     link_for = links.shown_link_for(events)
     blocks += record_blocks(record, events=events, link_for=link_for, title=title)[1:]
+    blocks += thread_sources_blocks(thread_sources(events))
     if gaps:
         blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
     if unsummarised is not None:

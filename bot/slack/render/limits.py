@@ -20,6 +20,7 @@ from bot.slack.render.mrkdwn import split_message
 Block = dict[str, Any]
 
 SECTION_TEXT = 3_000  # a section block's text
+CONTEXT_TEXT = 3_000  # the text of a context block's element
 BLOCKS_PER_MESSAGE = 50  # blocks in one message (a modal or App Home holds 100)
 
 

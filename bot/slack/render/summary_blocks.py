@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from agents.events import Event, event_seq
+from agents.knowledge.thread_sources import thread_sources
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.render import CLAIM_LABEL, ORDER, gaps_text, status_label, unsummarised_text
 from agents.summary.results import WindowGap
 from bot.slack.permalinks import ThreadLinks
 from bot.slack.render.limits import Block, context, section, sections
 from bot.slack.render.mrkdwn import escape
+from bot.slack.render.sources import thread_sources_blocks
 from bot.threads.summaries import ThreadSummary
 
 LinkFor = Callable[[Event], "str | None"]
@@ -109,10 +111,11 @@ def summary_blocks(
     windows: int = 0,
     unsummarised: WindowGap | None = None,
 ) -> list[Block]:
-    """A thread summary asked for in Slack: the record, any gaps, then a line linking the
-    thread."""
+    """A thread summary asked for in Slack: the record, the documentation the replies
+    cited, any gaps, then a line linking the thread."""
     link_for = links.shown_link_for(events) if links is not None else None
     blocks = record_blocks(record, events=events, link_for=link_for, title="Thread summary")
+    blocks += thread_sources_blocks(thread_sources(events))
     if gaps:
         blocks.append(gaps_block(gaps, windows, events=events, link_for=link_for))
     if unsummarised is not None:
