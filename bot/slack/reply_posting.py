@@ -32,7 +32,8 @@ from agents.events import SHOWN_BEFORE, Event
 from agents.knowledge.reply_check import reply_sources
 from agents.runner import reply_owner_name
 from bot.slack.assistant.status import TurnStatus
-from bot.slack.message_ts import ReplyMessage, stamped
+from bot.slack.message_ts import SLACK_TS, ReplyMessage
+from bot.slack.message_ts import message_ts as posted_as
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import (
     FAILURE_TEXT,
@@ -193,22 +194,26 @@ class ReplyPosting:
         if posted is not None and posted != message_ts and status is not None:
             status.replied()
         # The reply's message, for an answer stored before it was known (a reply posted
-        # whole, or a stream started by the reply's last event).
+        # whole, or a stream started by the reply's last event) or stored with a message
+        # the reply was not shown in after all (a placeholder or stream deleted to post
+        # the reply under its owner's name), and what the customer had been shown first.
         shown = posted or message_ts
-        reply = stamped(outcome.reply, shown) if shown else None
-        owner = self.owner_of(outcome.reply.author)
+        completed: dict[str, str] = {}
+        if shown and posted_as(outcome.reply) != shown:
+            completed[SLACK_TS] = shown
         replaced = stream.replaced(outcome.reply) if stream is not None and not finished else ""
-        if reply is not None and replaced:
-            reply = reply.with_metadata(**{SHOWN_BEFORE: replaced})
+        if replaced:
+            completed[SHOWN_BEFORE] = replaced
         also = None
-        if reply is not None and record is not None:
+        if completed and record is not None:
+            reply = outcome.reply.with_metadata(**completed)
             also = self.services.db.sessions.rewrite_in(record, reply)
         await self.services.db.inflight.finish_answered(
             tracked,
             key,
             owner=self.services.owner,
             now=time.time(),
-            owner_agent=owner,
+            owner_agent=self.owner_of(outcome.reply.author),
             also=also,
         )
 

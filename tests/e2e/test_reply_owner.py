@@ -19,15 +19,18 @@ from typing import Any
 
 import pytest
 
+from agents.events import SHOWN_BEFORE, Event
 from agents.models.scripted import ScriptedModel, deltas, json_text, transfer
 from agents.tree import build_support_tree
+from bot.slack.message_ts import message_ts
 from bot.slack.render.blocks import THINKING_TEXT
 from bot.slack.streaming import speaker_prefix
 from storage.threads import ThreadKey
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import TEAM, BotHarness, channel_message, dm
-from tests.e2e.replies import bot_replies, context_text, shown, wait_answers
+from tests.e2e.replies import bot_replies, context_text, finished, shown, wait_answers
 from tests.e2e.test_reviewed_replies import CRASH, DIAGNOSIS, FIX, all_sent, shipped_bot
+from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
 
 INVOICE_QUESTION = "How much is my March invoice INV-2291?"
@@ -40,6 +43,17 @@ async def recorded_owner(bot: BotHarness, channel: str, root: str) -> str | None
     record = await bot.services.db.threads.get(key)
     assert record is not None
     return record.owner_agent
+
+
+async def stored_reply(bot: BotHarness, channel: str, root: str, author: str) -> Event:
+    """The thread's one stored reply by `author`."""
+    key = ThreadKey(team_id=TEAM, channel_id=channel, thread_ts=root)
+    record = await bot.services.db.threads.get(key)
+    assert record is not None
+    session = await bot.services.db.sessions.of_thread(record)
+    assert session is not None
+    [reply] = [e for e in session.events if e.author == author and e.text]
+    return reply
 
 
 def names_in(slack: FakeSlackApi) -> set[str]:
@@ -72,6 +86,7 @@ async def test_a_pipeline_reply_posted_whole_is_named_after_its_workflow(
     assert names_in(slack) == {"tech_support"}
     assert "fix_writer" not in all_sent(slack) and "diagnose" not in all_sent(slack)
     assert await recorded_owner(bot, "C1", root) == "tech_support"
+    assert message_ts(await stored_reply(bot, "C1", root, "fix_writer")) == answer["ts"]
     model.assert_complete()
 
 
@@ -144,5 +159,45 @@ async def test_a_transferred_reply_ends_under_the_agent_that_wrote_it(
         [deleted] = slack.calls_to("chat.delete")
         assert deleted["ts"] != answer["ts"]
         assert reply["username"] == "billing_agent"
+    # The stored reply cites the message it is shown in, never the deleted placeholder.
+    assert message_ts(await stored_reply(bot, "D1", root, "billing_agent")) == answer["ts"]
     assert await recorded_owner(bot, "D1", root) == "billing_agent"
+    model.assert_complete()
+
+
+async def test_a_stream_replaced_by_another_agents_reply_ends_under_that_agent(
+    slack: FakeSlackApi, start_bot: StartBot
+) -> None:
+    """A hosted supervisor streams a pretend transfer, which becomes the real one: its
+    streamed message named the supervisor, so billing_agent's reply is posted anew under
+    its own name, and what the customer had been shown is stored with it."""
+    model = ScriptedModel(
+        [
+            deltas("Understood. I will ", "transfer your issue ", "to the billing_agent agent."),
+            "Your refund is on its way.",
+        ],
+        chunk_delay=0.3,
+    )
+    bot = await start_bot(support_tree(model), chat_write_customize=True)
+    root = "1700000804.000100"
+    await bot.send_event(dm("I was charged twice", ts=root))
+    await slack.wait_for(lambda api: any(finished(m) for m in bot_replies(api, "D1")))
+    await bot.idle()
+
+    [start] = slack.calls_to("chat.startStream")
+    assert start["username"] == "support_supervisor"  # what the customer saw first
+    [answer] = bot_replies(slack, "D1")  # the streamed message is gone
+    assert answer["ts"] != start.get("ts")
+    assert shown(answer) == "Your refund is on its way."
+    assert answer["username"] == "billing_agent"
+    assert answer["text"].startswith("billing_agent: ")
+    [deleted] = slack.calls_to("chat.delete")
+    assert deleted["ts"] != answer["ts"]
+    assert await recorded_owner(bot, "D1", root) == "billing_agent"
+    # Stored as shown: in the new message, after what the customer had seen first.
+    reply = await stored_reply(bot, "D1", root, "billing_agent")
+    assert message_ts(reply) == answer["ts"]
+    assert reply.custom_metadata[SHOWN_BEFORE] == (
+        "Understood. I will transfer your issue to the billing_agent agent."
+    )
     model.assert_complete()

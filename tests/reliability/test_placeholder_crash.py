@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack.message_ts import turn_metadata
+from bot.slack.message_ts import message_ts, turn_metadata
 from bot.slack.render.blocks import THINKING_TEXT
 from bot.slack.streaming import reply_metadata
 from bot.threads.turn import run_turn
@@ -50,6 +50,7 @@ async def test_recovery_after_a_deleted_placeholder_leaves_one_reply(
         posts_before = len(slack.calls_to("chat.postMessage"))
 
         await sweep(bot, db)
+        session = await db.sessions.of_thread(record)
     finally:
         await bot.stop()
         await db.close()
@@ -58,3 +59,7 @@ async def test_recovery_after_a_deleted_placeholder_leaves_one_reply(
     assert "Answer to: refund?" in shown(message)
     new_posts = slack.calls_to("chat.postMessage")[posts_before:]
     assert len(new_posts) == (0 if posted else 1)
+    if not posted:
+        # Stored as shown: in the new message, never the deleted placeholder.
+        [reply] = [e for e in session.events if e.author == "support_supervisor" and e.text]
+        assert message_ts(reply) == message["ts"]
