@@ -323,3 +323,11 @@ def reply_owner(agent: BaseAgent) -> BaseAgent:
         node = node.parent
         owner = node
     return owner
+
+
+def reply_owner_name(root: BaseAgent, author: str) -> str:
+    """The name of the agent that owns what `author` (an agent of the tree under `root`)
+    writes (`reply_owner`): what a reply is shown and recorded as. A name the tree does
+    not hold is its own owner."""
+    agent = root.find_agent(author)
+    return reply_owner(agent).name if agent is not None else author

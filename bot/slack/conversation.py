@@ -185,7 +185,7 @@ class SlackReplier:
                 key, msg, tracked=tracked, reply=reply, status=status
             )
             if stream is None:
-                reply.ts = await posting.placeholder(key, record, broadcast)
+                reply.ts = await posting.placeholder(key, broadcast)
             status.start()
             outcome = await run_turn(
                 self.services.runner,

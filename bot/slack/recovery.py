@@ -189,12 +189,14 @@ class Resumer:
 
         A placeholder that no longer says "thinking" holds the answer; a streamed reply
         holds it when it is marked complete, and an abandoned stream is stopped so that
-        its message can be rewritten.
+        its message can be rewritten. A message that is gone was deleted for a reply
+        posted anew under its owner's name (`bot.slack.reply_posting`), which the crash
+        may have beaten or not: looked for as when no message was recorded.
         """
         if row.stream_ts is not None:
             message = await self._message(key, row.stream_ts)
             if message is None:
-                return False, None
+                return await self._untracked(key, row)
             if is_complete_reply(message):
                 return True, row.stream_ts
             await _stop_abandoned(self.services.client, key.channel_id, row.stream_ts)
@@ -203,7 +205,7 @@ class Resumer:
             return await self._untracked(key, row)
         message = await self._message(key, row.placeholder_ts)
         if message is None:
-            return False, None
+            return await self._untracked(key, row)
         return str(message.get("text") or "") != THINKING_TEXT, row.placeholder_ts
 
     async def _untracked(self, key: ThreadKey, row: InflightRecord) -> tuple[bool, str | None]:

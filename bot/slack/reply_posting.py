@@ -2,11 +2,21 @@
 
 Before the turn: the reply's stream (`bot.slack.streaming`), started by the reply's
 first content and recorded as it starts, or, where there is no stream, the "thinking"
-placeholder. After it (`conclude`): the stream finished with the reply, or the reply as
+placeholder, under the bot's own name: who will own the reply is known only once the
+turn has run. After it (`conclude`): the stream finished with the reply, or the reply as
 Block Kit in the placeholder (or stopped stream), or as a new message, a long one
 continued in the thread; then the message is finished in the transaction that stores
 the reply with the Slack message it was shown as. A turn without a reply, or a reply
 Slack would not take, goes to `bot.slack.reply_failures`.
+
+A reply is shown and recorded as the agent that owns it (`agents.runner.reply_owner`):
+its writer, or for a pipeline's step (`fix_writer`) the workflow agent it runs in
+(`tech_support`), since a step never owns a conversation. With `CHAT_WRITE_CUSTOMIZE`
+the message carries that owner's username; `chat.update` takes no username, so a
+message posted under another name (the neutral placeholder, a stream started by another
+agent) is deleted and the reply posted anew under its owner. A crash between the two
+leaves no placeholder, and the recovery then finds the reply by its invocation
+(`bot.slack.recovery`), so the thread never gets it twice.
 """
 
 from __future__ import annotations
@@ -14,16 +24,16 @@ from __future__ import annotations
 import logging
 import time
 from functools import partial
-from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 
 from agents.events import SHOWN_BEFORE, Event
 from agents.knowledge.reply_check import reply_sources
-from agents.runner import find_agent_to_run
+from agents.runner import reply_owner_name
 from bot.slack.assistant.status import TurnStatus
-from bot.slack.message_ts import ReplyMessage, stamped
+from bot.slack.message_ts import SLACK_TS, ReplyMessage
+from bot.slack.message_ts import message_ts as posted_as
 from bot.slack.messages import IncomingMessage
 from bot.slack.render.blocks import (
     FAILURE_TEXT,
@@ -83,6 +93,7 @@ class ReplyPosting:
             key,
             msg,
             identity=self.posts.identity,
+            owner_of=self.owner_of,
             limit=self._limit(),
             interval=settings.stream_append_seconds,
             steps=workflow_steps(self.services.runner.agent),
@@ -102,15 +113,18 @@ class ReplyPosting:
         if not await db.inflight.set_stream(tracked, owner=owner, stream_ts=ts):
             raise MessageTakenOverError(f"message {tracked.message_ts} was taken over")
 
-    async def placeholder(
-        self, key: ThreadKey, record: ThreadRecord, broadcast: bool
-    ) -> str | None:
-        """The "thinking" message, or None when Slack will not take it right now (the
-        reply is then posted as a new message instead of replacing it)."""
+    def owner_of(self, author: str) -> str:
+        """The agent a reply written by `author` is shown and recorded as."""
+        return reply_owner_name(self.services.runner.agent, author)
+
+    async def placeholder(self, key: ThreadKey, broadcast: bool) -> str | None:
+        """The "thinking" message, under the bot's own name (no agent owns the reply
+        yet), or None when Slack will not take it right now (the reply is then posted as
+        a new message instead of replacing it)."""
         try:
             return await self.posts.post(
                 key,
-                identity=await self.expected_identity(record),
+                identity={},
                 broadcast=broadcast,
                 text=THINKING_TEXT,
                 blocks=thinking_blocks(),
@@ -118,20 +132,6 @@ class ReplyPosting:
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning("placeholder not posted: %s", type(exc).__name__)
             return None
-
-    async def expected_identity(self, record: ThreadRecord) -> dict[str, Any]:
-        """The placeholder's username: the agent the runner will give this message to (a
-        stream starts later, under the agent that writes the reply).
-
-        chat.update takes no username, so the name a reply shows is the one its
-        placeholder was posted under; a transfer shows in the reply's context line.
-        """
-        if not self.services.settings.chat_write_customize:
-            return {}
-        session = await self.services.db.sessions.of_thread(record, since_compaction=True)
-        root = self.services.runner.agent
-        agent = find_agent_to_run(session, root) if session is not None else root
-        return self.posts.identity(agent.name)
 
     async def conclude(
         self,
@@ -168,11 +168,12 @@ class ReplyPosting:
         posted: str | None = None
         try:
             finished = stream is not None and await stream.finish(outcome.reply, outcome.transfers)
+            shown_as = None  # the placeholder's name: the bot's own
             if stream is not None and stream.ts is not None:
                 # Its message, started during the turn or by the flush the finish awaited.
-                message_ts = stream.ts
+                message_ts, shown_as = stream.ts, stream.speaker
             if not finished:
-                posted = await self.post_reply(key, message_ts, outcome, broadcast)
+                posted = await self.post_reply(key, message_ts, outcome, broadcast, shown_as)
         except MessageTakenOverError:
             # Found as the stream started (`_stream_opened`): the peer answers.
             await self.failures.withdraw(key, stream.ts if stream is not None else None, stream)
@@ -193,21 +194,26 @@ class ReplyPosting:
         if posted is not None and posted != message_ts and status is not None:
             status.replied()
         # The reply's message, for an answer stored before it was known (a reply posted
-        # whole, or a stream started by the reply's last event).
+        # whole, or a stream started by the reply's last event) or stored with a message
+        # the reply was not shown in after all (a placeholder or stream deleted to post
+        # the reply under its owner's name), and what the customer had been shown first.
         shown = posted or message_ts
-        reply = stamped(outcome.reply, shown) if shown else None
+        completed: dict[str, str] = {}
+        if shown and posted_as(outcome.reply) != shown:
+            completed[SLACK_TS] = shown
         replaced = stream.replaced(outcome.reply) if stream is not None and not finished else ""
-        if reply is not None and replaced:
-            reply = reply.with_metadata(**{SHOWN_BEFORE: replaced})
+        if replaced:
+            completed[SHOWN_BEFORE] = replaced
         also = None
-        if reply is not None and record is not None:
+        if completed and record is not None:
+            reply = outcome.reply.with_metadata(**completed)
             also = self.services.db.sessions.rewrite_in(record, reply)
         await self.services.db.inflight.finish_answered(
             tracked,
             key,
             owner=self.services.owner,
             now=time.time(),
-            owner_agent=outcome.reply.author,
+            owner_agent=self.owner_of(outcome.reply.author),
             also=also,
         )
 
@@ -228,12 +234,23 @@ class ReplyPosting:
             log.exception("could not record the replaced draft")
 
     async def post_reply(
-        self, key: ThreadKey, message_ts: str | None, outcome: TurnOutcome, broadcast: bool
+        self,
+        key: ThreadKey,
+        message_ts: str | None,
+        outcome: TurnOutcome,
+        broadcast: bool,
+        shown_as: str | None = None,
     ) -> str:
-        """Show the reply in message `message_ts`, or as new messages, the rest of a long
-        one continued in the thread; the ts of its first."""
+        """Show the reply in message `message_ts` (posted under the name `shown_as`,
+        None for the bot's own), or as new messages, the rest of a long one continued in
+        the thread, all under the reply's owner; the ts of its first."""
         assert outcome.reply is not None
-        agent = outcome.reply.author
+        agent = self.owner_of(outcome.reply.author)
+        identity = self.posts.identity(agent)
+        if message_ts is not None and identity and shown_as != agent:
+            # Its username cannot change in place: posted anew (see module).
+            if await self.posts.delete(key, message_ts):
+                message_ts = None
         transfers = outcome.transfers
         chunks = split_message(markdown_to_mrkdwn(outcome.reply.text), self._limit())
         fallback = f"{agent}: {chunks[0]}"
@@ -246,7 +263,6 @@ class ReplyPosting:
         ]
         first = reply_blocks(chunks[0], agent=agent, transfers=transfers)
         first += feedback if len(chunks) == 1 else []
-        identity = self.posts.identity(agent)
         shown = await self.posts.replace_or_post(
             key,
             message_ts,

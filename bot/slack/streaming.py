@@ -8,9 +8,11 @@ finish. `SlackStream` is the bot's layer on top, and speaks to it only through `
   reaches the helper (`render.markdown.MarkdownGate`), a mention split across deltas
   included;
 - the message is started with the reply's first text (the helper's first flush), not
-  before, under the agent that writes it: its username (with `CHAT_WRITE_CUSTOMIZE`) and
-  the first words (`speaker_prefix`, what a notification shows, as a posted reply's
-  fallback text names its agent) name the owner from the first visible moment. Until
+  before, under the agent that owns it (`owner_of`: the agent that writes it, or for a
+  pipeline's step the workflow agent it runs in, `agents.runner.reply_owner`): its
+  username (with `CHAT_WRITE_CUSTOMIZE`) and the first words (`speaker_prefix`, what a
+  notification shows, as a posted reply's fallback text names its agent) name the owner
+  from the first visible moment. Until
   then the panel shows the working agent as its status, which Slack clears when the
   message is posted, and the hand-offs wait to open the message with that text. Only a
   reply streams: the runtime streams nothing a review may still replace
@@ -111,6 +113,8 @@ Opened = Callable[[str], Awaitable[None]]
 HelperFor = Callable[[str], Awaitable[AsyncChatStream]]
 # The identity arguments (a username, or none) that post as the agent named.
 IdentityOf = Callable[[str], dict[str, Any]]
+# The agent that owns what the agent named writes (the name a reply is shown under).
+OwnerOf = Callable[[str], str]
 
 
 def speaker_prefix(agent: str) -> str:
@@ -125,6 +129,7 @@ async def open_stream(
     msg: IncomingMessage,
     *,
     identity: IdentityOf,
+    owner_of: OwnerOf,
     limit: int,
     interval: float,
     steps: frozenset[str],
@@ -132,7 +137,7 @@ async def open_stream(
     opened: Opened,
 ) -> SlackStream | None:
     """The stream of the reply to `msg`, to be started with its first text under the
-    agent that writes it (`identity` of that agent); None when Slack will not stream
+    agent that owns it (`identity` of `owner_of` the writer); None when Slack will not stream
     here (a channel message without the recipient ids)."""
     if not msg.is_dm and not (msg.user and msg.team_id):
         REGISTRY.inc("support_bot_reply_streams_total", outcome="refused")
@@ -150,7 +155,13 @@ async def open_stream(
         )
 
     return SlackStream(
-        helper_for, limit=limit, interval=interval, steps=steps, names=names, opened=opened
+        helper_for,
+        owner_of=owner_of,
+        limit=limit,
+        interval=interval,
+        steps=steps,
+        names=names,
+        opened=opened,
     )
 
 
@@ -162,6 +173,7 @@ class SlackStream:
         self,
         helper_for: HelperFor,
         *,
+        owner_of: OwnerOf,
         limit: int,
         interval: float,
         steps: frozenset[str],
@@ -169,8 +181,9 @@ class SlackStream:
         opened: Opened,
     ) -> None:
         self._helper_for = helper_for
-        self.helper: AsyncChatStream | None = None  # made for the first text's agent
-        self.speaker: str | None = None  # the agent the message is started as
+        self._owner_of = owner_of
+        self.helper: AsyncChatStream | None = None  # made for the first text's owner
+        self.speaker: str | None = None  # the owner the message is started as
         self._held: list[Chunk] = []  # tasks waiting for the first text
         self.limit = limit
         self.interval = interval
@@ -211,8 +224,8 @@ class SlackStream:
             tasks = []
         if event.partial and not self._full:
             if self.speaker is None:
-                self.speaker = event.author
-                self._pending = speaker_prefix(event.author)
+                self.speaker = self._owner_of(event.author)
+                self._pending = speaker_prefix(self.speaker)
             text = self._gate.feed(event.text)
             if len(self.sent) + len(self._pending) + len(text) > self.limit:
                 self._full = True  # the rest comes with the stored reply
@@ -305,11 +318,12 @@ class SlackStream:
             outcome = "refused" if self.broken else "whole"
             REGISTRY.inc("support_bot_reply_streams_total", outcome=outcome)
             return False
-        text = speaker_prefix(reply.author) + safe_markdown(reply.text)
+        owner = self._owner_of(reply.author)
+        text = speaker_prefix(owner) + safe_markdown(reply.text)
         whole = (
             len(text) <= self.limit
             and text.startswith(self.sent)
-            and reply.author == self.speaker
+            and owner == self.speaker
             and not self.broken
         )
         if whole:
@@ -320,11 +334,11 @@ class SlackStream:
                     chunks=self.timeline.close(),
                     # The feedback buttons close the reply, as in the placeholder flow.
                     blocks=[
-                        reply_context(reply.author, transfers),
+                        reply_context(owner, transfers),
                         *sources_blocks(reply_sources(reply.custom_metadata)),
                         feedback_block(reply.id),
                     ],
-                    metadata=reply_metadata(reply.author, reply.invocation_id),
+                    metadata=reply_metadata(owner, reply.invocation_id),
                 )
             except SLACK_FAILURES as exc:
                 log.warning("stream stop failed: %s", type(exc).__name__)
@@ -342,7 +356,7 @@ class SlackStream:
         if not self.sent:
             return ""
         shown = self.sent.removeprefix(speaker_prefix(self.speaker or ""))
-        if reply is not None and reply.author == self.speaker:
+        if reply is not None and self._owner_of(reply.author) == self.speaker:
             if safe_markdown(reply.text).startswith(shown):
                 return ""
         return shown

@@ -6,13 +6,17 @@ new one in place. The reply (`bot.slack.reply_posting`) and the failure notices
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 
 from bot.slack.render.limits import NO_UNFURL
 from bot.slack.services import BotServices
 from storage.threads import ThreadKey
+
+log = logging.getLogger(__name__)
 
 
 def shown_in_dm(broadcast: bool) -> dict[str, Any]:
@@ -49,6 +53,21 @@ class ThreadPosts:
             **NO_UNFURL,
         )
         return str(resp["ts"])
+
+    async def delete(self, key: ThreadKey, message_ts: str) -> bool:
+        """Delete our message `message_ts`: True when it is gone (deleted now or before),
+        False when Slack kept it (the caller then writes into it instead)."""
+        try:
+            await self.services.client.chat_delete(channel=key.channel_id, ts=message_ts)
+        except SlackApiError as exc:
+            if exc.response.get("error") == "message_not_found":
+                return True
+            log.warning("message not deleted: %s", exc.response.get("error"))
+            return False
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("message not deleted: %s", type(exc).__name__)
+            return False
+        return True
 
     async def replace_or_post(
         self,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agents.knowledge.reply_check import reply_sources, source_label
-from agents.runner import Runner
+from agents.runner import Runner, reply_owner_name
 from agents.sessions.session import Session
 from bot.config import Settings
 from bot.ops.knowledge import sync_at_start
@@ -142,11 +142,13 @@ class TerminalChat:
             self.say(f"[{author}] {failed.text if failed else 'No reply.'}")
             return
         reply = outcome.reply
-        self.say(f"[{reply.author}] {reply.text}")
+        # Named after its owner: a pipeline's step shows as its workflow (`reply_owner`).
+        owner = reply_owner_name(self.ctx.runner.agent, reply.author)
+        self.say(f"[{owner}] {reply.text}")
         sources = reply_sources(reply.custom_metadata)
         if sources:
             self.say(_sources_text(sources))
-        await self.ctx.db.threads.touch(key, now=time.time(), owner_agent=reply.author)
+        await self.ctx.db.threads.touch(key, now=time.time(), owner_agent=owner)
 
     async def summary(self) -> None:
         loaded = await self._session()

@@ -52,11 +52,17 @@ def all_sent(slack: FakeSlackApi) -> str:
 
 
 async def shipped_bot(
-    slack: FakeSlackApi, start_bot: StartBot, database: Any, tmp_path: Path, model: Any
+    slack: FakeSlackApi,
+    start_bot: StartBot,
+    database: Any,
+    tmp_path: Path,
+    model: Any,
+    **changed: Any,
 ) -> BotHarness:
     """The default tree on `model` as `support-bot` runs it: streaming (the default),
     compaction, window records (`SUMMARY_MODE=incremental`, the default) under the
-    shared slot count, replies posted under their agent's name."""
+    shared slot count, replies posted under their agent's name; `changed` settings
+    (`streaming="off"`, say) apply to the bot's front."""
     settings = Settings(
         database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
         slack_bot_token="xoxb-test",
@@ -83,6 +89,7 @@ async def shipped_bot(
         limit=limit,
         support_lead_channel="CLEAD",
         chat_write_customize=True,
+        **changed,
     )
 
 

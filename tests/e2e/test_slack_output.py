@@ -121,11 +121,15 @@ async def test_agent_name_shows_without_passing_username_to_chat_update(
         [post] = slack.calls_to("chat.postMessage")  # complete at once: posted whole
         assert post["username"] == "support_supervisor"
     else:
-        [placeholder] = slack.calls_to("chat.postMessage")
-        [update] = slack.calls_to("chat.update")
-        assert placeholder["username"] == "support_supervisor"
-        assert "username" not in update  # Slack's chat.update takes none (the fake refuses it)
+        # The placeholder names no agent; chat.update takes no username (the fake
+        # refuses one), so the reply is posted anew under its agent.
+        placeholder, post = slack.calls_to("chat.postMessage")
+        assert "username" not in placeholder
+        assert post["username"] == "support_supervisor"
+    assert all("username" not in call for call in slack.calls_to("chat.update"))
     [reply] = [m for m in slack.thread("C1", ROOT) if m.get("bot_id")]
+    deleted = [c["ts"] for c in slack.calls_to("chat.delete")]
+    assert len(deleted) == (0 if streaming == "auto" else 1) and reply["ts"] not in deleted
     assert reply["username"] == "support_supervisor" and "Happy to help." in shown_text(reply)
 
 

@@ -75,6 +75,7 @@ async def streamed(
         KEY,
         MSG,
         identity=lambda agent: {"username": agent},
+        owner_of=lambda agent: agent,
         limit=3000,
         interval=600,
         steps=frozenset(),
