@@ -30,7 +30,7 @@ from agents.compaction import COMPACTION_AUTHOR
 from agents.events import Event
 from agents.handoff import HANDOFF_AUTHOR
 from agents.metrics import REGISTRY
-from agents.runner import reply_owner
+from agents.runner import reply_owner_name
 from agents.summary import NoSummary, Summary
 from agents.summary.incremental import NO_VALUES
 from agents.summary.metrics import count_delivery
@@ -64,7 +64,7 @@ DigestStatus = Literal["posted", "stored", "unavailable", "already_posted"]
 
 def owning_agents(events: Sequence[Event], root: BaseAgent | None = None) -> list[str]:
     """Agents that answered in the thread, in the order they first did; under the tree
-    `root`, each answer is named by the agent that owns it (`reply_owner`: a pipeline's
+    `root`, each answer is named by the agent that owns it (`reply_owner_name`: a pipeline's
     steps answer as their workflow, never as `diagnose` or `fix_writer`)."""
     seen: list[str] = []
     for event in events:
@@ -72,8 +72,7 @@ def owning_agents(events: Sequence[Event], root: BaseAgent | None = None) -> lis
             continue
         if event.error_code or not event.text or not event.is_final_response():
             continue
-        agent = root.find_agent(event.author) if root is not None else None
-        owner = reply_owner(agent).name if agent is not None else event.author
+        owner = reply_owner_name(root, event.author) if root is not None else event.author
         if owner not in seen:
             seen.append(owner)
     return seen
