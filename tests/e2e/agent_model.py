@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from agents.llm.decide_first.choices import NO
+from agents.llm.decide_first.prompts import CONSULT_TITLE, REVIEW_TITLE
 from agents.models.base import LlmRequest, LlmResponse
-from agents.models.profile import ModelProfile
+from agents.models.profile import DECIDE_FIRST, ModelProfile
 
 DEFAULT_ANSWER = "Noted."
+DECISION = "decision"  # the schema title of a decide-first step's first choice
 
 
 class AgentModel:
@@ -17,17 +21,22 @@ class AgentModel:
 
     A step is text, an `LlmResponse` or an exception to raise; an agent with no steps left answers
     `DEFAULT_ANSWER`, and compaction answers `compaction_summary`. Every request is kept.
+
+    `decide_first=True` plays the embedded model's profile (`DECIDE_FIRST`): each agent
+    decides to answer itself, its scripted step is the reply, and the review sends that
+    reply as written (no tool consulted), so a script lists only what is said.
     """
 
     name = "by-agent"
-    profile = ModelProfile()
 
     def __init__(
         self,
         steps: dict[str, Iterable[str | LlmResponse | BaseException]] | None = None,
         *,
         compaction_summary: str = "Summary of the earlier turns.",
+        decide_first: bool = False,
     ) -> None:
+        self.profile: ModelProfile = DECIDE_FIRST if decide_first else ModelProfile()
         self.steps: dict[str, deque[str | LlmResponse | BaseException]] = {
             agent: deque(queue) for agent, queue in (steps or {}).items()
         }
@@ -42,6 +51,12 @@ class AgentModel:
 
     async def generate(self, request: LlmRequest) -> LlmResponse:
         self.requests.append(request)
+        schema = request.response_schema or {}
+        if self.profile.decide_first and schema.get("title") in (DECISION, REVIEW_TITLE):
+            assert request.agent_name in schema["enum"], (request.agent_name, schema)
+            return LlmResponse.from_text(json.dumps(request.agent_name))
+        if self.profile.decide_first and schema.get("title") == CONSULT_TITLE:
+            return LlmResponse.from_text(json.dumps(NO))
         queue = self.steps.get(request.agent_name)
         step: Any = queue.popleft() if queue else None
         if step is None:
