@@ -5,8 +5,10 @@ An agent that may search the knowledge base (`knowledge: [...]` in the tree, so 
 `KnowledgeSearchTool`) answers from sections:
 
 - On a decide-first model (the embedded default), they are retrieved before the step from
-  the customer's latest message and put under the instruction, and the search tool
-  counts as called: a small model need not decide to search.
+  the customer's latest message, and their most relevant sentences are put under the
+  instruction (`agents.knowledge.passages`); the search tool counts as called: a small
+  model need not decide to search. Its answer is short (`ANSWER_MAX_TOKENS`), and the
+  best section's most relevant sentences are quoted under it.
 - On a model with native tools, the model calls the tool; the sections its calls this
   invocation returned are what it answered from.
 
@@ -29,7 +31,7 @@ from typing import Any
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.events import Event, Part
-from agents.knowledge.passages import passages
+from agents.knowledge.passages import passages, quoted
 from agents.knowledge.reply_check import (
     CHECK_KEY,
     NOT_FOUND_TEXT,
@@ -57,6 +59,8 @@ from agents.words import STOPWORDS, key, words
 # A section shares at least this many of a question's words to count as relevant (fewer
 # when the question has fewer), and at least a third of them.
 MIN_SHARED_WORDS = 2
+# A small model's answer from prefetched sections is short (the section is quoted under it).
+ANSWER_MAX_TOKENS = 120
 # The best section holds at least this share of the question's words, or none is relevant.
 BEST_SHARE = 0.5
 # A reply cites a section that states one of its values, or shares this many words.
@@ -112,8 +116,12 @@ class Grounding:
         if not self.asked:
             return request, options
         note = self.note()
+        cap = min(request.config.max_tokens or ANSWER_MAX_TOKENS, ANSWER_MAX_TOKENS)
         request = request.model_copy(
-            update={"system_instruction": f"{request.system_instruction}\n\n{note}".strip()}
+            update={
+                "system_instruction": f"{request.system_instruction}\n\n{note}".strip(),
+                "config": request.config.model_copy(update={"max_tokens": cap}),
+            }
         )
         return request, replace(options, instruction=f"{options.instruction}\n\n{note}".strip())
 
@@ -217,6 +225,8 @@ class Grounding:
         self, agent: str, response: LlmResponse, text: str, outcome: CheckOutcome
     ) -> tuple[LlmResponse, dict[str, Any]]:
         count(agent, outcome)
+        if self.prefetched and self.hits and outcome != "not_found":
+            text = quoted(text, self.hits[0], self.question)
         cited = [] if outcome == "not_found" else cited_sources(self.hits, text)
         sent = response.model_copy(update={"parts": (Part(text=text),)})
         return sent, {SOURCES_KEY: cited, CHECK_KEY: outcome}

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from agents.events import Event
 from agents.knowledge.reply_check import CHECK_KEY, NOT_FOUND_TEXT, SOURCES_KEY
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
+from agents.llm.grounding import ANSWER_MAX_TOKENS
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, call, json_text
 from agents.runner import Runner
@@ -29,6 +30,13 @@ GROUNDED = (
     "payment method within 5 to 10 business days."
 )
 INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
+# What a small model's answer from prefetched sections gets quoted under it: the best
+# section's two sentences sharing most of the question's words.
+QUOTE = (
+    "\n\n> A second charge for the same invoice number is a duplicate charge. Ask for the "
+    "invoice number (for example INV-2291) and the amount of each charge, check both charges "
+    "on the account, and refund the duplicate under the refund policy."
+)
 
 
 def _to_billing(*billing: str) -> ScriptedModel:
@@ -67,10 +75,11 @@ async def test_grounded_reply_answers_from_prefetched_sections_and_cites_them(
     model = _to_billing(GROUNDED)
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", GROUNDED)
+    assert turn[-1] == ("billing_agent", GROUNDED + QUOTE)
     # The answer was written with the sections under the instruction, the search unasked.
     answer = model.requests[2]
     assert "Refund policy (sample) › Duplicate charges" in answer.system_instruction
+    assert answer.config.max_tokens == ANSWER_MAX_TOKENS
     assert "search_knowledge" not in str(model.requests[1].response_schema)
     reply = await _reply(conversation)
     assert reply.custom_metadata[CHECK_KEY] == "supported"
@@ -91,7 +100,7 @@ async def test_grounded_reply_with_an_invented_amount_is_written_again(db: Datab
     model = _to_billing(INVENTED, GROUNDED)
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", GROUNDED)
+    assert turn[-1] == ("billing_agent", GROUNDED + QUOTE)
     again = model.requests[-1]
     assert again.tools == [] and again.contents[-2].text == INVENTED
     assert "amount '98.00 USD'" in again.contents[-1].text
@@ -107,7 +116,7 @@ async def test_grounded_reply_failing_twice_is_stripped_of_its_unsupported_sente
     model = _to_billing(f"{kept} You also get a 20% discount.", "A 20% discount applies too.")
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", kept)
+    assert turn[-1] == ("billing_agent", kept + QUOTE)
     assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "stripped"
     model.assert_complete()
 
@@ -205,7 +214,7 @@ async def test_an_agent_searches_once_per_turn_across_its_steps(db: Database) ->
     )
     conversation = Conversation(build_support_tree(model=model, knowledge=search), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", GROUNDED)
+    assert turn[-1] == ("billing_agent", GROUNDED + QUOTE)
     # billing_agent's collections in the shipped tree; policy_checker searches its own.
     assert search.searched.count(("billing", "policies")) == 1, search.searched
     assert search.searched.count(("policies",)) == 1, search.searched

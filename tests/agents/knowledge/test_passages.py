@@ -3,7 +3,7 @@ question's words, in the section's order, the best section's first."""
 
 from __future__ import annotations
 
-from agents.knowledge.passages import OTHER_SENTENCES, passages, sentences
+from agents.knowledge.passages import OTHER_SENTENCES, passages, quoted, sentences
 from agents.knowledge.search import KnowledgeHit
 
 BODY = (
@@ -38,3 +38,14 @@ def test_passages_keep_the_sentences_sharing_most_of_the_question_in_order() -> 
 def test_passages_of_a_section_sharing_no_word_are_its_first_sentences() -> None:
     [only] = passages([_hit(1)], "bitcoin wallet")
     assert only.sentences[0] == "Our offices open at nine."
+
+
+def test_quoted_adds_the_best_sentences_the_answer_does_not_hold() -> None:
+    question = "How long does a refund of a duplicate charge take?"
+    answer = "A duplicate charge is refunded in full."
+    assert quoted(answer, _hit(1), question) == (
+        f"{answer}\n\n> Refunds go back to the original payment method within 5 to 10 "
+        "business days."
+    )
+    both = f"{answer} Refunds go back to the original payment method within 5 to 10 business days."
+    assert quoted(both, _hit(1), question) == both
