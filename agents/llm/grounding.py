@@ -23,7 +23,6 @@ is not streamed: nothing reaches the customer before the check decides.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,6 +31,7 @@ from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.events import Event, Part
 from agents.knowledge.passages import passages, quoted
+from agents.knowledge.relevance import MIN_SHARED_WORDS, question_keys, relevant
 from agents.knowledge.reply_check import (
     CHECK_KEY,
     NOT_FOUND_TEXT,
@@ -56,13 +56,8 @@ from agents.tools.base_tool import BaseTool
 from agents.tools.knowledge_search import DEFAULT_LIMIT, KnowledgeSearchTool
 from agents.words import STOPWORDS, key, words
 
-# A section shares at least this many of a question's words to count as relevant (fewer
-# when the question has fewer), and at least a third of them.
-MIN_SHARED_WORDS = 2
 # A small model's answer from prefetched sections is short (the section is quoted under it).
 ANSWER_MAX_TOKENS = 120
-# The best section holds at least this share of the question's words, or none is relevant.
-BEST_SHARE = 0.5
 # A reply cites a section that states one of its values, or shares this many words.
 CITE_SHARED_WORDS = 4
 
@@ -86,8 +81,9 @@ class Grounding:
     question: str = ""
     """The customer's latest message (what the sections were searched for)."""
     index: KnowledgeSearch | None = None
-    """The tree's knowledge index, for an agent with no search tool of its own: its reply
-    is checked after it is written (`settle`), against a search for the question."""
+    """For a reply checked after it is written (`settle`), against a search for the
+    question: the tree's knowledge index for an agent with no search tool of its own, or
+    the agent's, when on a model with native tools it answers without searching."""
     asked: bool = False
     """The customer's latest message asks something (it has words to search by)."""
     prefetched: bool = False
@@ -206,13 +202,15 @@ class Grounding:
 
     async def _with_index(self, response: LlmResponse, events: Sequence[Event]) -> Grounding | None:
         """For a reply checked after it is written (`index`): the grounding to check it
-        by, with the sections found for the question and the customer's earlier messages;
+        by, with the sections found for the question and the customer's earlier messages
+        (in the agent's own collections, or every one when it has no search tool);
         None when every value the reply states is in the conversation (or it states none)."""
         if self.index is None or not unsupported(response.text, conversation_texts(events)):
             return None
         asked = [e.text for e in events if e.author == "user" and e.text and not e.partial]
         query = " ".join(asked[-3:])
-        hits = await self.index.search(query, limit=DEFAULT_LIMIT)
+        collections = self.tool.collections if self.tool is not None else None
+        hits = await self.index.search(query, collections=collections, limit=DEFAULT_LIMIT)
         return replace(self, hits=tuple(relevant(hits, query)), question=query)
 
     def gate(self, sink: TextSink) -> TextSink:
@@ -244,7 +242,7 @@ async def ground(
     if tool is None:
         return Grounding(index=tree_index(ctx.agent.root_agent))
     question = latest_question(ctx.session.events)
-    asked = len(_question_keys(question)) >= MIN_SHARED_WORDS
+    asked = len(question_keys(question)) >= MIN_SHARED_WORDS
     if prefetch:
         if not asked:
             # Nothing to search by (a greeting, thanks): no search, and none to decide on.
@@ -259,7 +257,9 @@ async def ground(
         )
     returned = _returned_sections(ctx, tool.name, agent)
     if returned is None:
-        return Grounding(tool=tool, asked=asked)
+        # It has not searched (yet): its reply is checked once written, as an agent's
+        # without a search tool is.
+        return Grounding(tool=tool, asked=asked, index=tool.search)
     return Grounding(
         tool=tool,
         hits=tuple(relevant(returned, question)),
@@ -281,28 +281,6 @@ def tree_index(root: BaseAgent) -> KnowledgeSearch | None:
                 if found is not None:
                     return found
     return None
-
-
-def relevant(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
-    """The hits that can answer the question. The best hit must hold half the question's
-    words with no digit in them (`BEST_SHARE`; the customer's own numbers are in no
-    document), else none can: a question the documents do not cover shares a
-    word or two with many sections, but rarely most of its words with the best one. Each
-    hit kept holds `MIN_SHARED_WORDS` of them (or all, for a shorter question) and a
-    third."""
-    asked = _question_keys(question)
-    if not asked or not hits:
-        return []
-
-    def shared(hit: KnowledgeHit) -> int:
-        return len(asked & _held(hit))
-
-    named = {k for k in asked if not any(c.isdigit() for c in k)} or asked
-    best = min(len(named), max(MIN_SHARED_WORDS, math.ceil(len(named) * BEST_SHARE)))
-    if len(named & _held(hits[0])) < best:
-        return []
-    need = min(len(asked), max(MIN_SHARED_WORDS, math.ceil(len(asked) / 3)))
-    return [h for h in hits if shared(h) >= need]
 
 
 def cited_sources(hits: Sequence[KnowledgeHit], reply: str) -> list[dict[str, Any]]:
@@ -336,17 +314,6 @@ def conversation_texts(events: Sequence[Event]) -> list[str]:
             texts.append(event.actions.compaction.summary)
         texts.extend(json.dumps(r.response, ensure_ascii=False) for r in event.function_responses)
     return texts
-
-
-def _held(hit: KnowledgeHit) -> set[str]:
-    return {key(w) for w in words(f"{hit.title} {hit.heading} {hit.text}")}
-
-
-def _question_keys(question: str) -> set[str]:
-    """The question's words that name its topic (short numbers, like cents, do not)."""
-    return {
-        key(w) for w in words(question) if w not in STOPWORDS and not (w.isdigit() and len(w) < 3)
-    }
 
 
 def _returned_sections(

@@ -162,6 +162,22 @@ async def test_native_tool_model_searches_itself_and_its_reply_is_checked(db: Da
     model.assert_complete()
 
 
+async def test_native_tool_model_answering_without_searching_is_checked_all_the_same(
+    db: Database,
+) -> None:
+    model = ScriptedModel(
+        [call("transfer_to_agent", agent_name="billing_agent"), INVENTED, GROUNDED]
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", GROUNDED)
+    reply = await _reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    assert "amount '98.00 USD'" in model.requests[-1].contents[-1].text
+    assert "Refund policy (sample) › Duplicate charges" in model.requests[-1].system_instruction
+    model.assert_complete()
+
+
 async def test_small_talk_is_not_grounded(db: Database) -> None:
     model = _to_billing("You're welcome!")
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
