@@ -105,7 +105,8 @@ class Grounding:
     def instruct(self, request: LlmRequest, options: StepOptions) -> tuple[LlmRequest, StepOptions]:
         """The step's request and options with prefetched sections under the instruction
         (when the customer asked something), and the search tool counted as called (no
-        decision or review offers it again)."""
+        decision or review offers it again). With relevant sections the step offers no
+        transfer: a small model sent a question its sections answered back to its parent."""
         if not self.prefetched or self.tool is None:
             return request, options
         options = replace(options, called=options.called | {self.tool.name})
@@ -119,7 +120,12 @@ class Grounding:
                 "config": request.config.model_copy(update={"max_tokens": cap}),
             }
         )
-        return request, replace(options, instruction=f"{options.instruction}\n\n{note}".strip())
+        options = replace(options, instruction=f"{options.instruction}\n\n{note}".strip())
+        if self.hits:
+            # Sections that answer the question are in hand: the step answers from them
+            # (or consults a tool), and does not pass the question on.
+            options = replace(options, targets=())
+        return request, options
 
     def note(self) -> str:
         """The sections, fenced as data, under the rule for answering from them."""
