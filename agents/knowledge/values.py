@@ -8,7 +8,8 @@ days" is in "5 to 10 business days"), codes and names by word, case ignored.
 
 The digest's validator extracts its values in `agents.summary.entities`; the runtime may
 not import the summary agent, and a reply's values are a different set (deadlines,
-percentages, codes and names), so they are found here.
+percentages, codes, names and any other number but a list item's), so they are found
+here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ValueKind = Literal["amount", "deadline", "percentage", "code", "name"]
+ValueKind = Literal["amount", "deadline", "percentage", "code", "name", "number"]
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _CURRENCY = r"USD|EUR|GBP|CHF|CAD|AUD|dollars?|euros?|pounds?"
@@ -38,6 +39,9 @@ _CODES = (
 )
 _FORM = re.compile(r"\bform\s+(?P<name>[A-Z0-9][\w-]*\d[\w-]*|[A-Z][A-Z0-9-]+)\b", re.IGNORECASE)
 _POLICY = re.compile(r"\b(?P<name>(?:[A-Z][\w-]*\s+){1,3})(?:policy|Policy|POLICY)\b")
+# Any other number ("up to 3 plates", "age 16"), unless it numbers a list item ("2. Open").
+_BARE_NUMBER = re.compile(rf"(?<![\w.,$€£-])(?:{_NUMBER})(?![\w%]|[.,]\d)")
+_LIST_MARKER = re.compile(r"^[ \t>*-]*\d+[.)](?=\s)", re.MULTILINE)
 # Capitalised words that start a sentence rather than name a policy ("Our policy").
 _NOT_NAMES = frozenset({"our", "the", "this", "that", "your", "a", "an", "per", "under", "by"})
 
@@ -68,6 +72,14 @@ def values(text: str) -> list[Value]:
         name = _policy_name(match.group("name"))
         if name:
             found.append((match.start(), Value("name", f"{name} policy")))
+    taken = [(start, start + len(value.text)) for start, value in found]
+    markers = {
+        m.end() - 2 if m.group().endswith(")") else m.end() - 1 for m in _LIST_MARKER.finditer(text)
+    }
+    for match in _BARE_NUMBER.finditer(text):
+        inside = any(a <= match.start() < b for a, b in taken)
+        if not inside and match.end() not in markers and match.end() - 1 not in markers:
+            found.append((match.start(), Value("number", match.group())))
     seen: set[Value] = set()
     ordered: list[Value] = []
     for _, value in sorted(found, key=lambda item: item[0]):
@@ -84,6 +96,8 @@ def states(text: str, value: Value) -> bool:
         return bool(wanted) and wanted <= _all_numbers(text)
     if value.kind == "deadline":
         return _deadlines(value.text) <= _deadlines(text)
+    if value.kind == "number":
+        return _number(value.text) in _all_numbers(text)
     if value.kind == "percentage":
         return _numbers(_PERCENT, value.text) <= _numbers(_PERCENT, text)
     if value.kind == "code":

@@ -201,8 +201,11 @@ class LlmAgent(BaseAgent):
             response: LlmResponse | None = None
 
             def work(on_text: TextSink) -> Awaitable[LlmResponse]:
+                # A reply checked once written streams only what its check cannot take back.
+                sink = grounding.gate(on_text)
+
                 def generate(step_request: LlmRequest) -> Awaitable[LlmResponse]:
-                    return self._call_model(ctx, model, step_request, on_text)
+                    return self._call_model(ctx, model, step_request, sink)
 
                 return respond(model.profile, request, options, generate=generate)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from agents.base_agent import BaseAgent
 from agents.callbacks import BasePlugin
-from agents.events import Event
+from agents.events import Event, Usage
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.models.base import Model
 from agents.runner import Runner
@@ -96,6 +96,7 @@ async def evaluate_answers(
         session = await sessions.create_session(app_name=EVAL_APP, user_id="eval")
         outcome = TurnOutcome()
         given: list[str] = []
+        usage, calls = Usage(), 0
         start = time.perf_counter()
         async for event in runner.run_async(
             user_id="eval", session_id=session.id, message=case.question
@@ -103,6 +104,9 @@ async def evaluate_answers(
             outcome.observe(event)
             if not event.partial:
                 given.extend(section_texts(event, sections))
+                if event.usage is not None:
+                    usage = usage + event.usage
+                    calls += event.usage.model_calls
         seconds = time.perf_counter() - start
         await sessions.delete_session(app_name=EVAL_APP, user_id="eval", session_id=session.id)
         reply = outcome.reply.text if outcome.reply is not None and outcome.answered else ""
@@ -116,6 +120,9 @@ async def evaluate_answers(
             knowledge_check=check if isinstance(check, str) else None,
             seconds=seconds,
             unsupported=unsupported_values(reply, case.question, given),
+            model_calls=calls,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
         )
         results.append(result)
         if on_result is not None:

@@ -10,7 +10,9 @@ A question set is a `questions.jsonl` file (fields `id`, `question`, `doc_id`, `
 - values (amounts, dates, percentages, codes, numbers) found in no section the answer was
   given and not in the question: an answer holding one is unsupported;
 - honesty on questions the documents do not cover: the reply's `knowledge_check` is
-  `"not_found"` and it states no unsupported value.
+  `"not_found"` and it states no unsupported value;
+- its cost: seconds, and the model calls and tokens of the invocation (load-independent,
+  so comparable on a shared machine; an agent consulted as a tool is not counted).
 
 `report_lines` prints the figures per source (the question's `meta.domain`) and overall,
 one `[group] label: value` line each, so scripts can read them.
@@ -48,6 +50,8 @@ _NUMBER_WORDS = (
 _DIGITS = {word: str(n) for n, word in enumerate(_NUMBER_WORDS)}
 _TOKEN = re.compile(r"[a-z0-9]+")
 _ARTICLES = frozenset({"a", "an", "the"})
+# A numbered list item's number ("2. Open the app") states nothing.
+_LIST_MARKER = re.compile(r"^[ \t>*-]*\d+[.)](?=\s)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class AnswerResult:
     knowledge_check: str | None
     seconds: float
     unsupported: tuple[str, ...] = field(default=())
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     @property
     def honest(self) -> bool:
@@ -136,8 +143,10 @@ def states_fact(answer: str, fact: str) -> bool:
 
 
 def unsupported_values(answer: str, question: str, sources: Sequence[str]) -> tuple[str, ...]:
-    """The values of `answer` that neither the question nor any of `sources` states."""
+    """The values of `answer` that neither the question nor any of `sources` states (a
+    list item's number is none)."""
     extractor = EntityExtractor(VALUE_PATTERNS)
+    answer = _LIST_MARKER.sub("", answer)
     spelled = [_digits_for_words(text) for text in (question, *sources)]
     missing: dict[str, None] = {}
     for type_, value, _high, _sensitive in extractor.from_text(answer):
@@ -183,7 +192,14 @@ def figures(results: Sequence[AnswerResult]) -> dict[str, str]:
         "unsupported values": f"{unsupported} (of {len(results)} answers)",
         "honest on unanswerable": share(sum(r.honest for r in uncovered), len(uncovered)),
         "seconds per answer (median)": f"{statistics.median(seconds):.2f}" if seconds else "n/a",
+        "model calls per answer (median)": _median([r.model_calls for r in results]),
+        "prompt tokens per answer (median)": _median([r.prompt_tokens for r in results]),
+        "completion tokens per answer (median)": _median([r.completion_tokens for r in results]),
     }
+
+
+def _median(counts: list[int]) -> str:
+    return f"{statistics.median(counts):g}" if counts else "n/a"
 
 
 def report_lines(results: Sequence[AnswerResult]) -> list[str]:
@@ -207,5 +223,6 @@ def case_line(result: AnswerResult) -> str:
     reply = " ".join(result.reply.split())[:100]
     return (
         f"{case.id} [{case.source}] {ranks} check={result.knowledge_check or '-'}{extra} "
-        f"{result.seconds:.1f}s: {reply}"
+        f"{result.seconds:.1f}s {result.model_calls} calls "
+        f"{result.prompt_tokens}+{result.completion_tokens} tokens: {reply}"
     )

@@ -5,7 +5,8 @@ a PostgreSQL database shared with another process) the way `support-bot` syncs i
 
 A grounded reply carries a sources line; an invented amount is caught and the reply
 written again before anything is posted; a question the documents do not cover gets the
-honest answer; an edited document re-synced while the bot runs is what the next answer
+honest answer; a supervisor's invented value (it declares no `knowledge:`) is checked
+against the index too; an edited document re-synced while the bot runs is what the next answer
 cites."""
 
 from __future__ import annotations
@@ -137,6 +138,33 @@ async def test_knowledge_uncovered_question_is_answered_honestly(
     assert "Sources" not in context_text(reply)
     stored = await _stored_reply(database, "1700001200.000100")
     assert stored[CHECK_KEY] == "not_found" and stored[SOURCES_KEY] == []
+    model.assert_complete()
+
+
+async def test_knowledge_supervisor_invented_value_never_reaches_slack(
+    slack: FakeSlackApi, start_bot: StartBot, database: Database, tmp_path: Path
+) -> None:
+    """The supervisor has no `knowledge:` of its own; its reply's values are checked
+    against the index all the same, and an invented delivery time is written again."""
+    await _knowledge_folder(tmp_path, database)
+    invented = "Your parcel will arrive within 3 business days."
+    honest = "I'm sorry it is late. I can put you in touch with a person who can trace it."
+    model = ScriptedModel(
+        [json_text("support_supervisor"), invented, json_text("no"), honest], decide_first=True
+    )
+    bot = await start_bot(build_support_tree(model=model, knowledge=database.knowledge))
+    question = "My parcel was supposed to come yesterday, where is it?"
+    reply = await _ask(bot, slack, question, "1700001300.000100", 1)
+    assert honest in shown(reply)
+    assert "3 business days" not in _posted(slack)
+    thread = await database.threads.get(
+        ThreadKey(team_id=TEAM, channel_id="C1", thread_ts="1700001300.000100")
+    )
+    assert thread is not None
+    session = await database.sessions.of_thread(thread)
+    assert session is not None
+    [stored] = [e for e in session.events if e.author == "support_supervisor" and e.text]
+    assert stored.custom_metadata[CHECK_KEY] == "rewritten"
     model.assert_complete()
 
 

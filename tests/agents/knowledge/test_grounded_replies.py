@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from agents.events import Event
 from agents.knowledge.reply_check import CHECK_KEY, NOT_FOUND_TEXT, SOURCES_KEY
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
+from agents.llm.grounding import ANSWER_MAX_TOKENS
 from agents.metrics import REGISTRY
 from agents.models.scripted import ScriptedModel, call, json_text
+from agents.runner import Runner
+from agents.sessions.service import InMemorySessionService
 from agents.tree import build_support_tree
 from storage import Database
 from tests.agents.conversation import Conversation
@@ -27,6 +30,13 @@ GROUNDED = (
     "payment method within 5 to 10 business days."
 )
 INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
+# What a small model's answer from prefetched sections gets quoted under it: the best
+# section's two sentences sharing most of the question's words.
+QUOTE = (
+    "\n\n> A second charge for the same invoice number is a duplicate charge. Ask for the "
+    "invoice number (for example INV-2291) and the amount of each charge, check both charges "
+    "on the account, and refund the duplicate under the refund policy."
+)
 
 
 def _to_billing(*billing: str) -> ScriptedModel:
@@ -65,10 +75,11 @@ async def test_grounded_reply_answers_from_prefetched_sections_and_cites_them(
     model = _to_billing(GROUNDED)
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", GROUNDED)
+    assert turn[-1] == ("billing_agent", GROUNDED + QUOTE)
     # The answer was written with the sections under the instruction, the search unasked.
     answer = model.requests[2]
     assert "Refund policy (sample) › Duplicate charges" in answer.system_instruction
+    assert answer.config.max_tokens == ANSWER_MAX_TOKENS
     assert "search_knowledge" not in str(model.requests[1].response_schema)
     reply = await _reply(conversation)
     assert reply.custom_metadata[CHECK_KEY] == "supported"
@@ -89,7 +100,7 @@ async def test_grounded_reply_with_an_invented_amount_is_written_again(db: Datab
     model = _to_billing(INVENTED, GROUNDED)
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", GROUNDED)
+    assert turn[-1] == ("billing_agent", GROUNDED + QUOTE)
     again = model.requests[-1]
     assert again.tools == [] and again.contents[-2].text == INVENTED
     assert "amount '98.00 USD'" in again.contents[-1].text
@@ -105,7 +116,7 @@ async def test_grounded_reply_failing_twice_is_stripped_of_its_unsupported_sente
     model = _to_billing(f"{kept} You also get a 20% discount.", "A 20% discount applies too.")
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", kept)
+    assert turn[-1] == ("billing_agent", kept + QUOTE)
     assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "stripped"
     model.assert_complete()
 
@@ -148,6 +159,22 @@ async def test_native_tool_model_searches_itself_and_its_reply_is_checked(db: Da
     assert "policies/refund-policy#duplicate-charges" in {
         s["id"] for s in reply.custom_metadata[SOURCES_KEY]
     }
+    model.assert_complete()
+
+
+async def test_native_tool_model_answering_without_searching_is_checked_all_the_same(
+    db: Database,
+) -> None:
+    model = ScriptedModel(
+        [call("transfer_to_agent", agent_name="billing_agent"), INVENTED, GROUNDED]
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", GROUNDED)
+    reply = await _reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    assert "amount '98.00 USD'" in model.requests[-1].contents[-1].text
+    assert "Refund policy (sample) › Duplicate charges" in model.requests[-1].system_instruction
     model.assert_complete()
 
 
@@ -203,8 +230,135 @@ async def test_an_agent_searches_once_per_turn_across_its_steps(db: Database) ->
     )
     conversation = Conversation(build_support_tree(model=model, knowledge=search), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
-    assert turn[-1] == ("billing_agent", GROUNDED)
+    assert turn[-1] == ("billing_agent", GROUNDED + QUOTE)
     # billing_agent's collections in the shipped tree; policy_checker searches its own.
     assert search.searched.count(("billing", "policies")) == 1, search.searched
     assert search.searched.count(("policies",)) == 1, search.searched
+    model.assert_complete()
+
+
+def _supervisor(*steps: str) -> ScriptedModel:
+    """The supervisor answers itself (`steps[0]`), is not held back for the policy check,
+    then plays the rest of `steps`."""
+    return ScriptedModel(
+        [json_text("support_supervisor"), steps[0], json_text("no"), *steps[1:]],
+        decide_first=True,
+    )
+
+
+async def _supervisor_reply(conversation: Conversation) -> Event:
+    session = await conversation.runner.session_service.get_session(
+        app_name="support", user_id=conversation.user_id, session_id=conversation.session_id
+    )
+    assert session is not None
+    return [e for e in session.events if e.author == "support_supervisor" and e.text][-1]
+
+
+async def test_supervisor_reply_with_an_invented_value_is_checked_against_the_index(
+    db: Database,
+) -> None:
+    """The supervisor declares no `knowledge:`, but the tree has an index: its reply's
+    values are checked against a search for the question, and the invented one is
+    written again with the sections found (none here) named."""
+    search = CountingSearch(db.knowledge)
+    invented = "Your parcel will arrive within 3 business days."
+    honest = "I'm sorry it is late. I can put you in touch with a person who can trace it."
+    model = _supervisor(invented, honest)
+    conversation = Conversation(build_support_tree(model=model, knowledge=search), model)
+    turn = await conversation.send("My parcel was supposed to come yesterday, where is it?")
+    assert turn == [("support_supervisor", honest)]
+    assert search.searched == [()]  # every collection
+    again = model.requests[-1]
+    assert again.tools == [] and again.contents[-2].text == invented
+    assert "deadline '3 business days'" in again.contents[-1].text
+    assert "has nothing on this question" in again.system_instruction
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    model.assert_complete()
+
+
+async def test_supervisor_reply_failing_twice_is_the_honest_answer(db: Database) -> None:
+    model = _supervisor("It arrives in 3 days.", "It arrives in 2 days.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send("My parcel was supposed to come yesterday, where is it?")
+    assert turn == [("support_supervisor", NOT_FOUND_TEXT)]
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata == {SOURCES_KEY: [], CHECK_KEY: "not_found"}
+    model.assert_complete()
+
+
+async def test_supervisor_reply_stating_the_documents_values_cites_them(db: Database) -> None:
+    before = REGISTRY.get(
+        "support_bot_knowledge_checks_total", agent="support_supervisor", outcome="supported"
+    )
+    said = "A failed payment is retried after 3 days and again after 7 days."
+    model = _supervisor(said)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send("My payment failed, when is it retried?")
+    assert turn == [("support_supervisor", said)]
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "supported"
+    assert "billing/billing-faq#my-payment-failed" in {
+        s["id"] for s in reply.custom_metadata[SOURCES_KEY]
+    }
+    after = REGISTRY.get(
+        "support_bot_knowledge_checks_total", agent="support_supervisor", outcome="supported"
+    )
+    assert after == before + 1
+    model.assert_complete()
+
+
+async def test_supervisor_reply_without_new_values_is_not_searched_or_checked(
+    db: Database,
+) -> None:
+    search = CountingSearch(db.knowledge)
+    said = "Thanks! I have noted order 55120 and will keep you posted."
+    model = ScriptedModel(
+        [
+            json_text("support_supervisor"),
+            "Hello! How can I help you today?",
+            json_text("no"),
+            json_text("support_supervisor"),
+            said,
+            json_text("no"),
+        ],
+        decide_first=True,
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=search), model)
+    assert await conversation.send("Hi there") == [
+        ("support_supervisor", "Hello! How can I help you today?")
+    ]
+    assert await conversation.send("It is about my order 55120.") == [("support_supervisor", said)]
+    assert search.searched == []
+    assert CHECK_KEY not in (await _supervisor_reply(conversation)).custom_metadata
+    model.assert_complete()
+
+
+async def test_supervisor_reply_streams_only_its_sentences_before_a_value(db: Database) -> None:
+    """On a model that streams (not decide-first), the supervisor's reply streams until
+    the sentence holding a value; the checked reply is its complete event."""
+    invented = "Sorry about the wait. Your parcel arrives within 3 business days. Thanks!"
+    honest = "Sorry about the wait. A person from the team can trace your parcel."
+    model = ScriptedModel([invented, honest], chunk_chars=7)
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="support", user_id="u1")
+    runner = Runner(
+        agent=build_support_tree(model=model, knowledge=db.knowledge),
+        app_name="support",
+        session_service=service,
+    )
+    events = [
+        e
+        async for e in runner.run_async(
+            user_id="u1",
+            session_id=session.id,
+            message="My parcel was supposed to come yesterday, where is it?",
+            streaming=True,
+        )
+    ]
+    streamed = "".join(e.text for e in events if e.partial)
+    assert streamed == "Sorry about the wait."
+    [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
+    assert final.text == honest
+    assert final.custom_metadata[CHECK_KEY] == "rewritten"
     model.assert_complete()

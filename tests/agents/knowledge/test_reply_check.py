@@ -27,6 +27,8 @@ SECTION = (
         ("It said HTTP 401.", "code", "HTTP 401"),
         ("Fill in form W-9.", "name", "form W-9"),
         ("Under our Fair Use policy you may not.", "name", "Fair Use policy"),
+        ("Bring 2 proofs of identity.", "number", "2"),
+        ("You must be 16 or older.", "number", "16"),
     ],
 )
 def test_values_are_found_by_kind(reply: str, kind: str, text: str) -> None:
@@ -44,17 +46,28 @@ def test_values_are_found_by_kind(reply: str, kind: str, text: str) -> None:
         ("A 10 percent fee applies.", True),
         ("It shows CERTIFICATE_VERIFY_FAILED.", True),
         ("Our Refund policy says so.", True),
+        ("Up to 10 people may apply.", True),
         ("The refund arrives within 3 business days.", False),
         ("You will get 98.00 USD back.", False),
         ("Send form FIN-9.", False),
         ("A 20% fee applies.", False),
         ("Our Privacy policy says so.", False),
         ("That is HTTP 401.", False),
+        ("Up to 12 people may apply.", False),
     ],
 )
 def test_values_are_supported_only_when_a_source_states_them(reply: str, supported: bool) -> None:
     assert (not unsupported(reply, [SECTION])) is supported
     assert all(states(SECTION, v) is supported for v in values(reply))
+
+
+def test_list_markers_and_numbers_inside_other_values_are_not_values_of_their_own() -> None:
+    reply = "1. Open Settings.\n2) Pay the 49.00 USD invoice INV-2291 within 14 days."
+    assert values(reply) == [
+        Value("amount", "49.00 USD"),
+        Value("code", "INV-2291"),
+        Value("deadline", "14 days"),
+    ]
 
 
 def test_stripped_reply_keeps_only_the_sentences_with_supported_values() -> None:

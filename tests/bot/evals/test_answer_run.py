@@ -127,7 +127,8 @@ async def test_eval_answers_command_prints_every_figure_per_source_and_overall(
     labels = [
         "questions", "document hit@1", "document hit@5", "section hit@5", "key-fact recall",
         "token F1", "unsupported values", "honest on unanswerable",
-        "seconds per answer (median)",
+        "seconds per answer (median)", "model calls per answer (median)",
+        "prompt tokens per answer (median)", "completion tokens per answer (median)",
     ]  # fmt: skip
     for group in ("billing", "tech", "overall"):
         found = [

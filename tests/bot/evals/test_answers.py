@@ -42,6 +42,8 @@ def test_answers_values_must_be_in_a_section_or_the_question() -> None:
     assert found == ("0x80070005", "$98.00", "10")
     spelled = unsupported_values("It takes 2 weeks.", "", ["It takes two weeks."])
     assert spelled == ()
+    listed = unsupported_values("1. Open the app.\n2) Pay 7 USD.", "", [])
+    assert listed == ("7 USD",)
 
 
 def test_answers_split_is_fixed_and_has_both_halves() -> None:
@@ -62,6 +64,9 @@ def test_answers_report_prints_every_label_per_source_and_overall() -> None:
             "section_rank": 2,
             "knowledge_check": "supported",
             "seconds": 2.0,
+            "model_calls": 3,
+            "prompt_tokens": 1000,
+            "completion_tokens": 50,
             **extra,
         }
         return AnswerResult(case=case, reply=reply, **values)  # type: ignore[arg-type]
@@ -102,8 +107,11 @@ def test_answers_report_prints_every_label_per_source_and_overall() -> None:
         "unsupported values": "1 (of 4 answers)",
         "honest on unanswerable": "1.000 (1/1)",
         "seconds per answer (median)": "2.00",
+        "model calls per answer (median)": "3",
+        "prompt tokens per answer (median)": "1000",
+        "completion tokens per answer (median)": "50",
     }
     assert 0.0 < float(overall["token F1"]) < 1.0
     assert "[tech] honest on unanswerable: n/a" in lines
     assert "[billing] key-fact recall: 0.500 (1/2)" in lines
-    assert [line.split("]")[0] for line in lines[::9]] == ["[billing", "[tech", "[overall"]
+    assert [line.split("]")[0] for line in lines[::12]] == ["[billing", "[tech", "[overall"]

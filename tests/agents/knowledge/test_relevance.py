@@ -1,0 +1,33 @@
+"""Which retrieved sections can answer a question: the best must hold half of its words
+(the customer's own numbers aside), and each kept holds two of them and a third."""
+
+from __future__ import annotations
+
+from agents.knowledge.relevance import relevant
+from agents.knowledge.search import KnowledgeHit
+
+
+def _hit(n: int, heading: str, text: str) -> KnowledgeHit:
+    return KnowledgeHit(f"doc#s{n}", "doc", "general", "Billing FAQ", heading, None, text, 1.0)
+
+
+DUPLICATE = _hit(
+    1, "I was charged twice", "A second charge for the same invoice is a duplicate; refund it."
+)
+FAILED = _hit(2, "My payment failed", "A failed payment is retried after 3 days.")
+PLANS = _hit(3, "Changing plans", "An upgrade is charged pro rata; refunds follow the policy.")
+
+
+def test_relevant_sections_answer_a_covered_question_despite_the_customers_numbers() -> None:
+    question = "I was charged twice for invoice INV-2291, 49.00 USD each. Refund the duplicate?"
+    assert relevant([DUPLICATE, PLANS, FAILED], question) == [DUPLICATE]
+
+
+def test_nothing_is_relevant_when_the_best_section_holds_under_half_the_words() -> None:
+    question = "Are there tax benefits from the IRS for my education costs if I pay twice?"
+    assert relevant([DUPLICATE, PLANS], question) == []
+
+
+def test_a_short_question_needs_all_its_words() -> None:
+    assert relevant([FAILED, PLANS], "payment failed") == [FAILED]
+    assert relevant([PLANS, FAILED], "payment failed") == []
