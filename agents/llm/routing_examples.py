@@ -59,6 +59,14 @@ def content_words(text: str) -> frozenset[str]:
     return topic or frozenset(key(w) for w in found if w in SOCIAL_WORDS)
 
 
+def known_words(text: str) -> frozenset[str]:
+    """The words an agent's description or example gives it: its content words and any
+    greetings and thanks in it, wherever they stand ("Thanks a lot, goodbye!" makes
+    its agent the one a bare "thank you" belongs to)."""
+    social = frozenset(key(w) for w in words(text) if w in SOCIAL_WORDS)
+    return content_words(text) | social
+
+
 def similarity(message: str, example: str) -> float:
     """The share of the smaller word set the two texts have in common (0..1)."""
     ours, theirs = content_words(message), content_words(example)

@@ -87,6 +87,12 @@ def test_an_agent_is_known_by_its_name_what_it_owns_and_its_examples() -> None:
             {"orders": -0.9, "front": -1.0, "catalogue": -3.0},
             "front_desk",
         ),
+        # It leans to the orders desk; a bare thank-you is the front desk's own.
+        (
+            "Thank you!",
+            {"orders": -0.9, "front": -1.2, "catalogue": -3.0},
+            "front_desk",
+        ),
     ],
 )
 async def test_a_close_call_goes_to_the_desk_whose_examples_hold_the_message(
