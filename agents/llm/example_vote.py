@@ -30,7 +30,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from agents.llm.routing_examples import content_words
+from agents.llm.routing_examples import content_words, known_words
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _DISOWNING = re.compile(r"not\b|never\b", re.IGNORECASE)
@@ -58,9 +58,7 @@ def shares(message: str, known_by: Mapping[str, Sequence[str]]) -> dict[str, flo
     A word weighs log((n + 1) / (d + 1)) for n agents of which d hold it: nothing when all
     do, the most when none does. The message counts one such unknown word more than it
     has, so a short message that shares one word is not wholly that agent's."""
-    words = {
-        name: frozenset().union(*map(content_words, texts)) for name, texts in known_by.items()
-    }
+    words = {name: frozenset().union(*map(known_words, texts)) for name, texts in known_by.items()}
     asked = content_words(message)
     count = len(words)
     weight = {

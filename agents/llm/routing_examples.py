@@ -43,10 +43,28 @@ def described(agent: Routable) -> str:
     return f"{description} Requests it handles, for example: {quoted}."
 
 
+SOCIAL_WORDS = frozenset({"hello", "hi", "thanks", "thank"})
+"""Greetings and thanks. Knowledge search drops them (they match every section), and so
+does routing in a message about something else ("Hello, I was charged twice"); but a
+message that is nothing else ("hi there", "thanks!") is about them."""
+
+
 def content_words(text: str) -> frozenset[str]:
     """The words of `text` that carry its topic, compared as knowledge search compares
-    them (`agents.words`), so "updates" meets "updating"."""
-    return frozenset(key(w) for w in words(text) if w not in STOPWORDS)
+    them (`agents.words`), so "updates" meets "updating"; numbers do not count (an order
+    or invoice number names no agent's area), and greetings and thanks count only in a
+    text that says nothing else (`SOCIAL_WORDS`)."""
+    found = [w for w in words(text) if not w.isdigit()]
+    topic = frozenset(key(w) for w in found if w not in STOPWORDS)
+    return topic or frozenset(key(w) for w in found if w in SOCIAL_WORDS)
+
+
+def known_words(text: str) -> frozenset[str]:
+    """The words an agent's description or example gives it: its content words and any
+    greetings and thanks in it, wherever they stand ("Thanks a lot, goodbye!" makes
+    its agent the one a bare "thank you" belongs to)."""
+    social = frozenset(key(w) for w in words(text) if w in SOCIAL_WORDS)
+    return content_words(text) | social
 
 
 def similarity(message: str, example: str) -> float:

@@ -44,6 +44,17 @@ def test_each_agent_scores_the_share_of_the_message_its_words_hold() -> None:
     )
 
 
+def test_a_bare_greeting_counts_and_numbers_do_not() -> None:
+    """A message that is only a greeting or a thank-you is the front desk's topic
+    (knowledge search drops such words); a greeting before a request is not, and an
+    order number names no agent's area, so it does not thin the share."""
+    assert shares("Hi, thank you!", KNOWN)["front"] > 0.0
+    assert shares("Hi, you charged me twice", KNOWN) == shares("you charged me twice", KNOWN)
+    assert shares("the app crashed after order 1234 was charged", KNOWN) == shares(
+        "the app crashed after order was charged", KNOWN
+    )
+
+
 def test_an_agent_is_known_by_its_name_what_it_owns_and_its_examples() -> None:
     texts = known_texts(
         "billing_desk", "Refunds and invoices. Not deliveries or parcels.", ["Charged twice!"]
@@ -74,6 +85,12 @@ def test_an_agent_is_known_by_its_name_what_it_owns_and_its_examples() -> None:
         (
             "Good morning, are you open on Sundays?",
             {"orders": -0.9, "front": -1.0, "catalogue": -3.0},
+            "front_desk",
+        ),
+        # It leans to the orders desk; a bare thank-you is the front desk's own.
+        (
+            "Thank you!",
+            {"orders": -0.9, "front": -1.2, "catalogue": -3.0},
             "front_desk",
         ),
     ],
