@@ -256,6 +256,7 @@ def _dataset_options(command: Callable[..., int]) -> Callable[..., int]:
     help="SUMMARY_MODE to evaluate: window records replayed as live and merged, the whole "
     "thread at once, or both side by side on the same conversations",
 )
+@half_option
 def run_eval_summaries(
     data: str,
     model: str | None,
@@ -263,6 +264,7 @@ def run_eval_summaries(
     seed_validator: bool,
     show_problems: bool,
     mode: str,
+    half: str | None,
 ) -> int:
     from bot.evals.cli import eval_summaries
 
@@ -276,6 +278,7 @@ def run_eval_summaries(
         seed_validator=seed_validator,
         show_problems=show_problems,
         mode=mode,
+        half=half,
     )
     return _run(work, settings)
 

@@ -4,20 +4,23 @@
   Two items of a section are one when they say the same, or state the same values and
   one's content words hold the other's; the fuller one is kept, citing both (up to
   `MAX_SOURCES`).
-- Decisions stay apart unless a later one states that it replaces an earlier one
-  (`agents.summary.supersession`: a change marker next to the earlier decision's value,
-  in the later decision or the events it cites). A shared value alone is no evidence: a
-  refund and a replacement for one order both stand. If a replaced decision states a
-  value nothing else in the merged record states (the flight that was changed, say), it
-  is kept as a fact saying it was decided earlier and then changed, so the superseding
-  never drops a value.
+- Facts, decisions and commitments stay apart unless a later item of the same section
+  states that it replaces an earlier one (`agents.summary.supersession`: a change marker
+  next to the earlier item's value, or the same slot given a new value, in the later
+  item or the events it cites). A shared value alone is no evidence: a refund and a
+  replacement for one order both stand. "The address is 12 Elm St" (one window) is
+  replaced by "New address: 40 Oak Ave" (a later one), so a record never lists a stale
+  fact beside the newer one. If a replaced item states a value nothing else in the
+  merged record states (the flight that was changed, say), it is kept as a fact saying
+  it was stated, decided or promised earlier and then changed, so the superseding never
+  drops a value.
 - An open question is resolved when a later agent turn answers it (the validator's own
   rule, `question_answer`) or a later window records an item with its values. It is
   then no longer open; if its values are stated nowhere else, it is kept as a fact
   saying the user asked, so no value the thread holds is lost.
 - The goal is the latest validated window's goal.
 - With a `check` (the validator over the merged events), the record is checked after
-  every change the merge makes (the duplicates merged, each decision replaced, each
+  every change the merge makes (the duplicates merged, each item replaced, each
   question resolved): a change that adds problems is undone, so the merge never turns
   validated window records into a record that fails where they did not.
 - A user claim stays labelled: an item is a claim if any window labelled it one, or if
@@ -40,7 +43,13 @@ from agents.summary.supersession import replaces, values_of
 logger = logging.getLogger(__name__)
 
 ASKED_PREFIX = "Asked, and answered later: "
-SUPERSEDED_PREFIX = "Decided earlier, then changed: "
+# How an item a later one replaced is kept, as a fact, when it holds a value nothing
+# else in the record states.
+CHANGED_PREFIXES = {
+    "facts": "Stated earlier, then changed: ",
+    "decisions": "Decided earlier, then changed: ",
+    "commitments": "Promised earlier, then changed: ",
+}
 
 
 Check = Callable[[HandoffRecord], Sequence[Problem]]
@@ -120,23 +129,35 @@ def _kept_as_fact(
     return [*record.facts, item.model_copy(update={"text": prefix + item.text})]
 
 
-def _supersede(merged: _Checked, events: list[Event], extractor: EntityExtractor) -> None:
-    """Drop every decision a later one states it replaces, keeping its unstated values as
-    a fact; each replacement is one checked change."""
+def _supersede(
+    merged: _Checked, section: str, events: list[Event], extractor: EntityExtractor
+) -> None:
+    """Drop every item of `section` a later one of it states it replaces, keeping its
+    unstated values as a fact marked as changed; each replacement is one checked change.
+    Items already so marked are history, never replaced nor replacing."""
+    prefix = CHANGED_PREFIXES[section]
     index = 0
-    while index < len(merged.record.decisions):
-        decisions = merged.record.decisions
-        earlier = decisions[index]
-        if any(replaces(later, earlier, events, extractor) for later in decisions[index + 1 :]):
+    while index < len(getattr(merged.record, section)):
+        items = getattr(merged.record, section)
+        earlier = items[index]
+        if not _changed(earlier) and any(
+            replaces(later, earlier, events, extractor)
+            for later in items[index + 1 :]
+            if not _changed(later)
+        ):
             without = merged.record.model_copy(
-                update={"decisions": [*decisions[:index], *decisions[index + 1 :]]}
+                update={section: [*items[:index], *items[index + 1 :]]}
             )
-            facts = _kept_as_fact(without, earlier, SUPERSEDED_PREFIX, extractor)
+            facts = _kept_as_fact(without, earlier, prefix, extractor)
             if merged.offer(
                 without.model_copy(update={"facts": facts}), f"replacing {earlier.text!r}"
             ):
                 continue
         index += 1
+
+
+def _changed(item: Item) -> bool:
+    return item.text.startswith(tuple(CHANGED_PREFIXES.values()))
 
 
 def _resolved(
@@ -185,7 +206,8 @@ def merge_records(
         ),
         "merging duplicates",
     )
-    _supersede(merged, events, extractor)
+    for section in ("facts", "decisions", "commitments"):
+        _supersede(merged, section, events, extractor)
     answers = [
         (index, item)
         for index, record in enumerate(records)

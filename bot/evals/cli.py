@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tqdm import tqdm
 
 from bot.config import Settings
+
+if TYPE_CHECKING:
+    from bot.evals.dataset import LabelledConversation
 
 
 async def eval_summaries(
@@ -26,8 +29,10 @@ async def eval_summaries(
     seed_validator: bool = False,
     show_problems: bool = False,
     mode: str = "whole",
+    half: str | None = None,
 ) -> int:
-    """Summarise `limit` conversations (every nth).
+    """Summarise `limit` conversations (every nth); `half` ("look" or "measure") keeps
+    that half of them (`bot.evals.summaries.split_half`) before `limit` is applied.
 
     `mode="whole"` prints `EvalReport.lines()` for today's pipeline; with
     `seed_validator`, the same conversations again under the seed's validator; with
@@ -44,17 +49,17 @@ async def eval_summaries(
             limit=limit,
             mode=mode,
             show_problems=show_problems,
+            half=half,
         )
     from agents.summary.checks.validator import Validator
-    from bot.evals.dataset import load_conversations
     from bot.evals.shadow import ShadowValidator
-    from bot.evals.summaries import evaluate, outcome_line, select_every_nth
+    from bot.evals.summaries import evaluate, outcome_line
     from bot.models import open_models
     from bot.wiring import build_summary_service
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
-    conversations = select_every_nth(list(load_conversations(data)), limit or 0)
+    conversations = _selected(data, half, limit)
     # "strict" decides with this validator, with the seed's scoring the same first answers.
     validators: dict[str, Validator] = {
         "strict": ShadowValidator(Validator(), Validator(strict=False))
@@ -77,6 +82,15 @@ async def eval_summaries(
                 )
             out.write("\n".join(report.lines()) + "\n")
     return 0
+
+
+def _selected(data: str, half: str | None, limit: int | None) -> list[LabelledConversation]:
+    """The conversations of `data` in `half` (all with None), then every nth of `limit`."""
+    from bot.evals.dataset import load_conversations
+    from bot.evals.summaries import select_every_nth, split_half
+
+    loaded = [c for c in load_conversations(data) if half is None or split_half(c.id) == half]
+    return select_every_nth(loaded, limit or 0)
 
 
 def _print_above(bar: tqdm, line: str, out: TextIO) -> None:
@@ -165,16 +179,15 @@ async def _compare_modes(
     limit: int | None,
     mode: str,
     show_problems: bool,
+    half: str | None,
 ) -> int:
-    from bot.evals.dataset import load_conversations
-    from bot.evals.summaries import select_every_nth
     from bot.evals.windows import ThreadScore, by_source, compare_modes, side_by_side, thread_line
     from bot.models import open_models
     from bot.wiring import build_summary_service
 
     if model:
         settings = settings.model_copy(update={"model": model, "summary_model": model})
-    conversations = select_every_nth(list(load_conversations(data)), limit or 0)
+    conversations = _selected(data, half, limit)
     modes = ("incremental", "whole") if mode == "both" else (mode,)
     async with open_models(settings) as models:
         out.write(f"model: {models.label}; windows of {settings.compaction_interval} invocations\n")

@@ -12,9 +12,11 @@ second validator (the seed's) alongside, deciding nothing.
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from agents.sessions.service import InMemorySessionService, SessionService
 from agents.sessions.session import Session
@@ -27,6 +29,17 @@ from bot.evals.shadow import ShadowValidator
 
 HIGH_VALUE_TYPES = frozenset({*ID_TYPES, "amount", "email", "date", "flight_number"})
 EVAL_APP = "summary_eval"
+Half = Literal["look", "measure"]
+HALVES: tuple[Half, ...] = ("look", "measure")
+SPLIT_SEED = "summaries-split-1"
+"""The split's seed: fixed once, so a thread stays in its half from run to run."""
+
+
+def split_half(conversation_id: str) -> Half:
+    """The half a conversation belongs to, from a seeded hash of its id: "look" (its
+    problems are read while developing the summary agent) or "measure" (only measured)."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}:{conversation_id}".encode()).digest()
+    return HALVES[digest[0] % 2]
 
 
 def select_every_nth(

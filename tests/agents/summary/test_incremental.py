@@ -14,6 +14,7 @@ from agents.sessions.service import InMemorySessionService
 from agents.sessions.session import Session
 from agents.summary.incremental import IncrementalSummarizer
 from agents.summary.problems import ProblemKind
+from agents.summary.render import to_text
 from agents.summary.results import NoSummary, Summary
 from agents.summary.service import SummaryService
 from agents.summary.windows import InMemoryWindowStore
@@ -470,3 +471,57 @@ async def test_a_refund_and_a_replacement_for_one_order_both_stand_after_the_mer
         "A replacement for A-1001 ships tomorrow",
     ]
     assert not any(f.text.startswith("Decided earlier") for f in result.record.facts)
+
+
+async def test_a_fact_changed_in_a_later_window_is_listed_only_as_the_newer_one() -> None:
+    summarizer, session, model, _ = await live(
+        [
+            (
+                "Please ship order A-1001 to 12 Elm Street.",
+                "Noted: the delivery address for A-1001 is 12 Elm Street.",
+            ),
+            (
+                "I have moved. My new delivery address is 40 Oak Avenue.",
+                "Updated: the new delivery address for A-1001 is 40 Oak Avenue.",
+            ),
+        ],
+        [
+            answer(
+                "Ship order A-1001",
+                facts=[item("The delivery address for A-1001 is 12 Elm Street", "e1", "e2")],
+            ),
+            answer(
+                "Ship order A-1001",
+                facts=[item("New delivery address for A-1001: 40 Oak Avenue", "e3", "e4")],
+            ),
+        ],
+    )
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert (result.windows, result.gaps) == (2, ())
+    assert [f.text for f in result.record.facts] == [
+        "New delivery address for A-1001: 40 Oak Avenue"
+    ]
+    digest = to_text(result.record, windows=result.windows)
+    assert "40 Oak Avenue" in digest and "Elm Street" not in digest
+    model.assert_complete()
+
+
+async def test_a_date_changed_in_a_later_window_is_kept_only_as_changed() -> None:
+    summarizer, session, model, _ = await live(
+        [
+            ("Book the Hilton, check-in on March 8th.", "Booked: check-in on March 8th."),
+            ("Actually, can the check-in be March 10th?", "Done: check-in moved to March 10th."),
+        ],
+        [
+            answer("Book the Hilton", facts=[item("Check-in at the Hilton on March 8th", "e2")]),
+            answer("Book the Hilton", facts=[item("Check-in moved to March 10th", "e3", "e4")]),
+        ],
+    )
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert [f.text for f in result.record.facts] == [
+        "Check-in moved to March 10th",
+        "Stated earlier, then changed: Check-in at the Hilton on March 8th",
+    ]
+    model.assert_complete()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.events import Event, Part
-from agents.summary.merge import ASKED_PREFIX, merge_records
+from agents.summary.merge import ASKED_PREFIX, CHANGED_PREFIXES, merge_records
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord, Item
 
@@ -203,3 +203,116 @@ def test_a_replacement_the_check_rejects_is_undone() -> None:
         "Refund A-1001 as store credit",
     ]
     assert ["Refund A-1001 as store credit"] in seen  # the replacement was checked
+
+
+ADDRESS_EVENTS = [
+    said("user", "Please ship order A-1001 to 12 Elm Street.", 1),
+    said("agent", "Noted: the delivery address for A-1001 is 12 Elm Street.", 2),
+    said("user", "I have moved. My new delivery address is 40 Oak Avenue.", 3),
+    said("agent", "Updated: the new delivery address for A-1001 is 40 Oak Avenue.", 4),
+]
+
+
+def test_a_later_fact_giving_the_same_slot_a_new_value_replaces_the_stale_one() -> None:
+    merged = merge_records(
+        [
+            record(
+                "Ship A-1001",
+                facts=[
+                    Item(text="The delivery address for A-1001 is 12 Elm Street", sources=["e2"])
+                ],
+            ),
+            record(
+                "Ship A-1001",
+                facts=[
+                    Item(
+                        text="New delivery address for A-1001: 40 Oak Avenue", sources=["e3", "e4"]
+                    )
+                ],
+            ),
+        ],
+        ADDRESS_EVENTS,
+    )
+    assert [f.text for f in merged.facts] == ["New delivery address for A-1001: 40 Oak Avenue"]
+
+
+CHECK_IN_EVENTS = [
+    said("user", "Book the Hilton, check-in on March 8th.", 1),
+    said("agent", "Booked: check-in on March 8th.", 2),
+    said("user", "Actually, can the check-in be March 10th?", 3),
+    said("agent", "Done: check-in moved to March 10th.", 4),
+]
+
+
+def test_a_changed_date_keeps_the_earlier_one_only_as_changed() -> None:
+    merged = merge_records(
+        [
+            record(
+                "Hotel", facts=[Item(text="Check-in at the Hilton on March 8th", sources=["e2"])]
+            ),
+            record(
+                "Hotel", facts=[Item(text="Check-in moved to March 10th", sources=["e3", "e4"])]
+            ),
+        ],
+        CHECK_IN_EVENTS,
+    )
+    assert [f.text for f in merged.facts] == [
+        "Check-in moved to March 10th",
+        CHANGED_PREFIXES["facts"] + "Check-in at the Hilton on March 8th",
+    ]
+
+
+def test_a_changed_promise_keeps_the_earlier_one_only_as_changed() -> None:
+    events = [
+        said("user", "When will you call?", 1),
+        said("agent", "We will call you back on Monday.", 2),
+        said("user", "Monday is bad for me.", 3),
+        said("agent", "No problem, we will call you back on Tuesday instead.", 4),
+    ]
+    merged = merge_records(
+        [
+            record("Call", commitments=[Item(text="Call the user back on Monday", sources=["e2"])]),
+            record(
+                "Call", commitments=[Item(text="Call the user back on Tuesday", sources=["e4"])]
+            ),
+        ],
+        events,
+    )
+    assert [c.text for c in merged.commitments] == ["Call the user back on Tuesday"]
+    assert [f.text for f in merged.facts] == [
+        CHANGED_PREFIXES["commitments"] + "Call the user back on Monday"
+    ]
+
+
+def test_two_flights_sharing_a_slot_without_a_stated_change_both_stand() -> None:
+    events = [
+        said("user", "Book flight HAT148 on May 5.", 1),
+        said("agent", "Booked: outbound flight HAT148 on May 5.", 2),
+        said("user", "I now need a return flight on May 12 too.", 3),
+        said("agent", "Booked: return flight HAT200 on May 12.", 4),
+    ]
+    facts = [
+        Item(text="Outbound flight HAT148 on May 5", sources=["e2"]),
+        Item(text="Return flight HAT200 on May 12", sources=["e3", "e4"]),
+    ]
+    merged = merge_records(
+        [record("Flights", facts=facts[:1]), record("Flights", facts=facts[1:])], events
+    )
+    assert merged.facts == facts
+
+
+def test_a_new_thing_for_the_same_order_changes_no_slot_of_it() -> None:
+    events = [
+        said("user", "Order A-1001 arrived broken.", 1),
+        said("agent", "Order A-1001 was refunded.", 2),
+        said("user", "Can I get a new one as well?", 3),
+        said("agent", "Yes: a new unit for order A-1001 ships tomorrow.", 4),
+    ]
+    facts = [
+        Item(text="Order A-1001 was refunded", sources=["e2"]),
+        Item(text="A new unit for order A-1001 ships tomorrow", sources=["e3", "e4"]),
+    ]
+    merged = merge_records(
+        [record("Broken", facts=facts[:1]), record("Broken", facts=facts[1:])], events
+    )
+    assert merged.facts == facts

@@ -10,6 +10,7 @@ import pytest
 
 from bench.sgd_transcripts import check, convert
 from bot.evals.dataset import load_conversations
+from bot.evals.summaries import split_half
 
 DATA = Path(__file__).parents[3] / "bench" / "data" / "sgd_transcripts.jsonl"
 
@@ -73,3 +74,11 @@ def test_the_committed_source_loads_and_every_label_is_in_its_events() -> None:
     conversations = list(load_conversations(DATA))
     assert len(conversations) == len(rows) == 40
     assert all(c.expected for c in conversations)
+
+
+def test_the_source_splits_into_a_fixed_look_half_and_measure_half() -> None:
+    ids = [c.id for c in load_conversations(DATA)]
+    halves = {h: [i for i in ids if split_half(i) == h] for h in ("look", "measure")}
+    assert halves == {h: [i for i in ids if split_half(i) == h] for h in halves}
+    # The counts docs/evaluations.md reports for this file.
+    assert (len(halves["look"]), len(halves["measure"])) == (21, 19)

@@ -289,6 +289,21 @@ def test_eval_routing_passes_route_only(monkeypatch: pytest.MonkeyPatch) -> None
     assert [s["route_only"] for s in seen] == [True, False]
 
 
+def test_eval_summaries_passes_the_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.evals.cli as eval_cli
+
+    seen: list[dict[str, object]] = []
+
+    async def fake(_settings: object, _out: object, **kwargs: object) -> int:
+        seen.append(kwargs)
+        return 0
+
+    monkeypatch.setattr(eval_cli, "eval_summaries", fake)
+    assert cli.main(["eval", "summaries", "--data", "x.jsonl", "--half", "look"]) == 0
+    assert cli.main(["eval", "summaries", "--data", "x.jsonl"]) == 0
+    assert [s["half"] for s in seen] == ["look", None]
+
+
 async def test_eval_summaries_compares_incremental_and_whole_side_by_side(
     tmp_path: Path, server: FakeOpenAIServer
 ) -> None:
@@ -309,3 +324,22 @@ async def test_eval_summaries_compares_incremental_and_whole_side_by_side(
     rows = {line[:44].strip(): line[44:].split() for line in lines[6:16]}
     assert rows["threads"] == ["2", "2"]
     assert "window first-attempt pass" in rows and "model seconds at idle (median)" in rows
+
+
+async def test_eval_summaries_on_one_half_summarises_only_its_threads(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    data = write_dataset(tmp_path / "t.jsonl")
+    settings = settings_for(tmp_path, server, model="openai/unused")
+    shown = {}
+    for half in ("look", "measure"):
+        out = io.StringIO()
+        await eval_summaries(
+            settings, out, data=str(data), model="openai/test", mode="incremental", half=half
+        )
+        shown[half] = [
+            line.split(":")[0].split()[1]
+            for line in out.getvalue().splitlines()
+            if line.startswith("[incremental] ")
+        ]
+    assert shown == {"look": ["c0", "c2", "c3"], "measure": ["c1"]}
