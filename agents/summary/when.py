@@ -9,7 +9,9 @@ value. Which fields the phrase gave is found by reading it against two different
 dates: a field that follows the default was not written.
 
 Comparison (`same_moment`): two days are the same when month and day agree and the year
-agrees where both give one; two times when hour and minute agree; a weekday ("Tuesday")
+agrees where both give one; a day of the month written alone ("the 5th") is the same as any
+date on that day ("March 5"), never the reverse: "March 5" needs its month written; two
+times when hour and minute agree; a weekday ("Tuesday")
 matches the same weekday, or a date whose year is written ("7 July 2026" is a Tuesday),
 never a date without a year, whose weekday the text does not fix.
 """
@@ -50,6 +52,11 @@ class Moment:
     @property
     def has_day(self) -> bool:
         return self.month is not None and self.day is not None
+
+    @property
+    def day_only(self) -> bool:
+        """A day of the month written without its month ("the 5th")."""
+        return self.month is None and self.day is not None
 
     def fixed_weekday(self) -> int | None:
         """The weekday the text fixes: written, or that of a date with its year."""
@@ -105,10 +112,21 @@ def _parsed(phrase: str, *, dayfirst: bool) -> Moment | None:
         return None  # "July 7th at 4": dateutil took the hour for a two-digit year
     day = given("day")
     month = given("month")
-    if day is None or month is None:
+    if month is None and day is not None and _ordinal_day(phrase, day):
+        pass  # "the 5th": a day of the month, written as one
+    elif day is None or month is None:
         day = month = None  # a weekday moves the default day; a bare month is no day
     moment = Moment(year, month, day, hour, minute, weekday)
     return moment if moment != Moment() else None
+
+
+def _ordinal_day(phrase: str, day: int) -> bool:
+    """Whether `phrase` writes `day` with an ordinal suffix ("5th"), not as a bare number
+    (a bare "5" is an hour or a quantity as often as a day)."""
+    return any(
+        w.casefold().endswith(_ORDINALS) and w[:-2] == str(day)
+        for w in (word.strip(_EDGES) for word in phrase.split())
+    )
 
 
 def read(phrase: str) -> list[Moment]:
@@ -158,6 +176,10 @@ def _agree(a: Moment, b: Moment) -> bool:
         if (a.month, a.day) != (b.month, b.day):
             return False
         if a.year is not None and b.year is not None and a.year != b.year:
+            return False
+        day = True
+    elif a.day_only and b.day is not None:
+        if a.day != b.day:
             return False
         day = True
     if a.hour is not None and b.hour is not None:

@@ -25,6 +25,8 @@ from tests.agents.summary.conftest import agent, handoff, item, user
         ("16:00", "Call me back at 4pm."),
         ("Tuesday", "Your appointment is on 7 July 2026."),  # a Tuesday
         ("May 24, 2024", "flights on 2024-05-24 were downgraded"),
+        ("5th", "Your flight is on March 5."),  # a day of the month alone: any month
+        ("the 5th", "I'd like to go on 5 March."),
     ],
 )
 def test_a_date_or_time_matches_the_same_value_written_otherwise(value: str, text: str) -> None:
@@ -40,6 +42,10 @@ def test_a_date_or_time_matches_the_same_value_written_otherwise(value: str, tex
         ("Wednesday", "Your appointment is on 7 July 2026."),
         ("May 24, 2024", "on May 24, 2023"),
         ("July 7th", "order A-1001 for $7.07"),
+        ("5th", "Your flight is on March 6."),
+        ("March 13th", "See you on the 13th."),  # the month is not written
+        ("4 PM", "See you on the 4th."),
+        ("5th", "It takes 5 days."),  # a bare number is no day
     ],
 )
 def test_a_different_or_unfixed_date_or_time_does_not_match(value: str, text: str) -> None:
