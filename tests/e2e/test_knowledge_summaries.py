@@ -106,7 +106,7 @@ async def _grounded_thread(
     # A small model's answer, with the best section's own sentences quoted under it.
     answer, quote = answer_of(reply).split("\n\n&gt; ")
     assert answer == GROUNDED
-    assert quote.startswith("A second charge for the same invoice number is a duplicate charge.")
+    assert quote.startswith("A second charge for the same invoice number is a duplicate charge,")
     assert context_text(reply).endswith(f"*Sources:* {FAQ}  ·  {POLICY}")
     model.assert_complete()
     return bot, summaries

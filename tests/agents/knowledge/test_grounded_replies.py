@@ -33,9 +33,10 @@ INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
 # What a small model's answer from prefetched sections gets quoted under it: the best
 # section's two sentences sharing most of the question's words.
 QUOTE = (
-    "\n\n> A second charge for the same invoice number is a duplicate charge. Ask for the "
-    "invoice number (for example INV-2291) and the amount of each charge, check both charges "
-    "on the account, and refund the duplicate under the refund policy."
+    "\n\n> A second charge for the same invoice number is a duplicate charge, and we refund it "
+    "in full. Send us the invoice number (for example INV-2291) and the amount of each "
+    "charge; we check both charges on your account, then refund the duplicate to your "
+    "original payment method."
 )
 
 
