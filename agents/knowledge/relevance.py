@@ -22,7 +22,8 @@ BEST_SHARE = 0.5
 def relevant(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
     """The hits that can answer the question. The best hit must hold half the question's
     words with no digit in them (`BEST_SHARE`; the customer's own numbers are in no
-    document), else none can: a question the documents do not cover shares a
+    document), or one of its words with digits (an error code it documents), else none
+    can: a question the documents do not cover shares a
     word or two with many sections, but rarely most of its words with the best one. Each
     hit kept holds `MIN_SHARED_WORDS` of them (or all, for a shorter question) and a
     third."""
@@ -35,7 +36,10 @@ def relevant(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
 
     named = {k for k in asked if not any(c.isdigit() for c in k)} or asked
     best = min(len(named), max(MIN_SHARED_WORDS, math.ceil(len(named) * BEST_SHARE)))
-    if len(named & _held(hits[0])) < best:
+    top = _held(hits[0])
+    # An identifier the best section also writes (an error code, a form name) names the
+    # question's subject, however the rest of it is worded.
+    if not (asked - named) & top and len(named & top) < best:
         return []
     need = min(len(asked), max(MIN_SHARED_WORDS, math.ceil(len(asked) / 3)))
     return [h for h in hits if shared(h) >= need]

@@ -16,6 +16,11 @@ DUPLICATE = _hit(
 )
 FAILED = _hit(2, "My payment failed", "A failed payment is retried after 3 days.")
 PLANS = _hit(3, "Changing plans", "An upgrade is charged pro rata; refunds follow the policy.")
+ACCESS = _hit(
+    4,
+    "Error 0x80070005 (access denied) on Windows",
+    "The desktop app could not write to its folder. Run it as administrator once.",
+)
 
 
 def test_relevant_sections_answer_a_covered_question_despite_the_customers_numbers() -> None:
@@ -31,3 +36,10 @@ def test_nothing_is_relevant_when_the_best_section_holds_under_half_the_words() 
 def test_a_short_question_needs_all_its_words() -> None:
     assert relevant([FAILED, PLANS], "payment failed") == [FAILED]
     assert relevant([PLANS, FAILED], "payment failed") == []
+
+
+def test_the_error_code_the_best_section_documents_makes_it_relevant() -> None:
+    # Under half of the question's other words are in the section: the code decides.
+    question = "The desktop app crashes with error 0x80070005 every time I open the settings page."
+    assert relevant([ACCESS, PLANS], question) == [ACCESS]
+    assert relevant([PLANS], question) == []
