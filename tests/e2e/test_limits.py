@@ -19,7 +19,7 @@ from bot.threads.admission import Priority
 from storage.schema import inflight
 from tests.e2e.conftest import StartBot
 from tests.e2e.harness import dm
-from tests.e2e.replies import shown
+from tests.e2e.replies import answer_of
 from tests.e2e.test_commands import LINK, RECORD, ROOT, _thread_with_history
 from tests.e2e.trees import support_tree
 from tests.fakes.slack_api import FakeSlackApi
@@ -186,7 +186,7 @@ async def test_limits_acks_go_first_while_the_event_loop_is_behind(
     await bot.idle()
     assert len(model.requests) == count
     for n, ts in enumerate(roots):
-        texts = [shown(m) for m in slack.thread(f"D{n}", ts) if m.get("bot_id")]
+        texts = [answer_of(m) for m in slack.thread(f"D{n}", ts) if m.get("bot_id")]
         assert sum(t.startswith("answer ") for t in texts) == 1, texts
     assert await inflight_rows(bot.services.db) == 0
 
