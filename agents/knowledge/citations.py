@@ -11,19 +11,16 @@ reply, the best-ranked one is cited, since the reply was written from it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from agents.knowledge.passages import sentences
 from agents.knowledge.search import KnowledgeHit
 from agents.knowledge.values import Value, states, values
 from agents.words import STOPWORDS, key, words
 
 RUN_WORDS = 3
 """How many content words in a row a reply sentence and a section sentence must share."""
-
-# A sentence ends at a line break or at ". ", "! ", "? " (a dot inside "49.00" does not).
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|\n")
 
 
 def cited_sources(hits: Sequence[KnowledgeHit], reply: str) -> list[dict[str, Any]]:
@@ -37,14 +34,15 @@ def cited_sources(hits: Sequence[KnowledgeHit], reply: str) -> list[dict[str, An
 
 def runs(text: str) -> set[tuple[str, ...]]:
     """Every `RUN_WORDS` consecutive content words (stop words and bare numbers left
-    out, each word by its key) within one sentence of `text`."""
+    out, each word by its key) within one sentence of `text` (`passages.sentences`: a
+    hard-wrapped line goes on into the next)."""
     found: set[tuple[str, ...]] = set()
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in sentences(text):
         content = [key(w) for w in words(sentence) if w not in STOPWORDS and not w.isdigit()]
         found.update(tuple(content[i : i + RUN_WORDS]) for i in range(len(content) - RUN_WORDS + 1))
     return found
 
 
 def _supports(hit: KnowledgeHit, said: Sequence[Value], reply_runs: set[tuple[str, ...]]) -> bool:
-    text = f"{hit.title}\n{hit.heading}\n{hit.text}"
+    text = f"{hit.title}\n\n{hit.heading}\n\n{hit.text}"
     return any(states(text, v) for v in said) or bool(reply_runs & runs(text))
