@@ -62,10 +62,12 @@ from agents.summary.render import to_json
 from agents.summary.results import NoSummary, Summary, SummaryResult, WindowGap
 from agents.summary.service import SummaryService
 from agents.summary.transcript import joined
+from agents.summary.window_problems import first_attempt_problems, gap_problem
 from agents.summary.windows import (
     StoredWindow,
     WindowPlan,
     WindowSpan,
+    WindowStatus,
     WindowStore,
     plan_windows,
     summarised_events,
@@ -111,16 +113,6 @@ def context_text(record: HandoffRecord | None, span: WindowSpan) -> str:
 def window_events(events: Sequence[Event], span: WindowSpan) -> list[Event]:
     """The events of `span`, in order."""
     return [e for e in summarised_events(events) if span.start_seq <= e.seq <= span.end_seq]
-
-
-def gap_problem(window: StoredWindow) -> Problem:
-    """A failed window as a problem of the thread's summary."""
-    first = window.problems[0] if window.problems else "no record passed validation"
-    return Problem(
-        ProblemKind.WINDOW_GAP,
-        (window.span.start_id, window.span.end_id),
-        f"events {window.span.label()} not summarised: {first}",
-    )
 
 
 def unanswered(window: StoredWindow) -> bool:
@@ -269,11 +261,16 @@ class IncrementalSummarizer:
             secrets=self.secrets(session),
         )
         log = result.attempt_log
+        if isinstance(result, Summary):
+            status: WindowStatus = "passed"
+            record, problems = to_json(result.record), result.problems_first_attempt
+        else:
+            status, record, problems = "gap", None, result.problems
         window = StoredWindow(
             span=span,
-            status="passed" if isinstance(result, Summary) else "gap",
-            record=to_json(result.record) if isinstance(result, Summary) else None,
-            problems=() if isinstance(result, Summary) else tuple(str(p) for p in result.problems),
+            status=status,
+            record=record,
+            problems=tuple(str(p) for p in problems),
             attempts=result.attempts,
             first_attempt_pass=bool(log) and log[0].passed,
             prompt_tokens=result.usage.prompt_tokens,
@@ -376,7 +373,7 @@ class IncrementalSummarizer:
             record=merged,
             attempts=attempts,
             usage=usage,
-            problems_first_attempt=[],
+            problems_first_attempt=first_attempt_problems(windows),
             latency_s=latency,
             metadata=metadata,
             windows=len(windows),

@@ -29,6 +29,7 @@ class ProblemKind(StrEnum):
     MALFORMED = "malformed"
     NO_SESSION = "no_session"
     WINDOW_GAP = "window_gap"
+    WINDOW_RETRIED = "window_retried"
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,9 @@ class WindowSpan:
 class StoredWindow:
     """One window's outcome as stored: a validated record (JSON) or a named gap.
 
-    A gap keeps its problems and never the model's text.
+    A gap keeps its last attempt's problems and never the model's text. A passed window
+    keeps its first attempt's problems, the ones a retry mended (none when it passed
+    first time), so a digest can say what its windows needed.
     """
 
     span: WindowSpan

@@ -219,7 +219,12 @@ async def replay_incremental(
         recalled_high_value=recalled,
         total_s=live + idle,
         idle_s=idle,
-        problems=tuple(f"{w.span.label()}: {p}" for w in windows for p in w.problems)
+        # A gap's problems, and what a passed window's retry mended.
+        problems=tuple(
+            f"{w.span.label()} ({'gap' if w.record is None else 'mended'}): {p}"
+            for w in windows
+            for p in w.problems
+        )
         + tuple(
             str(p)
             for p in getattr(result, "problems", ())

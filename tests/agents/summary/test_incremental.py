@@ -212,6 +212,33 @@ async def test_a_window_failing_twice_is_a_named_gap_and_the_rest_is_merged() ->
     assert isinstance(result, Summary)
     assert [(g.label(), g.problems) for g in result.gaps] == [("e3–e4", gap.problems)]
     assert "C-3003" not in result.record.all_text() and result.windows == 2
+    # The digest row keeps what the windows needed, not an empty list.
+    assert [(p.kind, str(p)) for p in result.problems_first_attempt] == [
+        (ProblemKind.WINDOW_GAP, "events e3–e4 not summarised: dropped entity C-3003")
+    ]
+
+
+async def test_a_window_a_retry_mended_keeps_its_first_problem_for_the_digest() -> None:
+    summarizer, session, _, store = await live(
+        [("Order A-1001 is late.", "It ships tomorrow."), ("And C-3003?", "C-3003 shipped.")],
+        [
+            answer("Track order A-1001", facts=[item("Order A-1001 ships tomorrow", "e1", "e2")]),
+            answer("Track orders"),  # drops C-3003
+            answer("Track orders", facts=[item("Order C-3003 shipped", "e3", "e4")]),
+        ],
+    )
+    first, mended = await store.windows(session.id)
+    assert (first.problems, first.first_attempt_pass) == ((), True)
+    assert mended.record is not None and not mended.first_attempt_pass
+    assert mended.problems == ("dropped entity C-3003",)
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary) and result.gaps == ()
+    assert [(p.kind, str(p)) for p in result.problems_first_attempt] == [
+        (
+            ProblemKind.WINDOW_RETRIED,
+            "events e3–e4 passed on attempt 2, after: dropped entity C-3003",
+        )
+    ]
 
 
 async def test_a_thread_where_no_window_passed_has_no_summary() -> None:

@@ -68,7 +68,7 @@ async def test_replay_writes_windows_as_live_and_summarises_only_the_tail_at_idl
         "[incremental]",
     ]
     assert thread_line("incremental", star, problems=True).endswith(
-        "\n    e7–e12: dropped entity A-1005"
+        "\n    e7–e12 (gap): dropped entity A-1005"
     )
 
     table = "\n".join(side_by_side([incremental, whole]))
