@@ -38,13 +38,23 @@ def stem(word: str) -> str:
 
 @functools.lru_cache(maxsize=65_536)
 def key(word: str) -> str:
-    """The form a word is compared in: its stem, cut to `KEY_CHARS`."""
+    """The form a word is compared in: its stem, cut to `KEY_CHARS`; a word with a digit
+    is a code ("0x80070005", "inv2291") and is compared whole."""
+    if any(ch.isdigit() for ch in word):
+        return word
     return stem(word)[:KEY_CHARS]
 
 
 def words(text: str) -> list[str]:
     """Lower-case alphanumeric words of `text`."""
     return _WORD.findall(text.lower())
+
+
+def keyed(text: str) -> str:
+    """`text` as a full-text index holds it: each word's key, space-separated. Indexing
+    and querying the keys, not the database's own stemmer, makes SQLite and PostgreSQL
+    match the same words, and match them as the re-ranking does."""
+    return " ".join(key(word) for word in words(text))
 
 
 def query_terms(query: str) -> list[str]:

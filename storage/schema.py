@@ -354,7 +354,8 @@ knowledge_sections = sa.Table(
 
 # The sections' full-text index: an FTS5 virtual table on SQLite (its shadow tables share
 # the prefix), a table of weighted `tsvector`s under a GIN index on PostgreSQL. Migration
-# 0014_knowledge builds it; schema comparisons leave it out (`include_name`).
+# 0014_knowledge builds it and 0015_knowledge_keys makes it index word keys; schema
+# comparisons leave it out (`include_name`).
 SEARCH_INDEX = "knowledge_fts"
 
 

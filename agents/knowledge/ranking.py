@@ -9,7 +9,10 @@ order is computed here, the same for both backends:
 - how alike the heading and the question are, every word counted (FAQ headings often
   restate the question: "How can I get new plates?");
 - how strongly the candidate's whole document matches: a document with several matching
-  sections is more likely the right one than a stray section of another.
+  sections is more likely the right one than a stray section of another;
+- the document's opening section gets a share of that strength: a page's opening states
+  what the page is about, so a question that matches the page as a whole is likeliest
+  answered there, rather than in a later section that shares a word or two with it.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class Weights:
     b: float = 0.75
     heading_match: float = 0.6
     document: float = 0.8
+    opening: float = 0.15
 
 
 def rerank(
@@ -83,10 +87,12 @@ def rerank(
 
     def score(c: KnowledgeHit) -> float:
         heading = {key(x) for x in words(c.heading)}
+        document = strength[c.doc_id] / top
         return (
             relevance[c.id] / best
             + w.heading_match * _dice(asked, heading)
-            + w.document * strength[c.doc_id] / top
+            + w.document * document
+            + (w.opening * document if c.position == 0 else 0.0)
         )
 
     scores = {c.id: round(score(c), 4) for c in candidates}

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class KnowledgeHit:
-    """One section found for a query, with what a reply needs to cite it."""
+    """One section found for a query, with what a reply needs to cite it; `position` is
+    the section's place in its document (0: the opening)."""
 
     id: str
     doc_id: str
@@ -19,6 +20,7 @@ class KnowledgeHit:
     url: str | None
     text: str
     score: float
+    position: int = 0
 
     def source(self) -> dict[str, Any]:
         """The citation kept in a reply's `custom_metadata["knowledge_sources"]`."""

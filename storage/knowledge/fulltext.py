@@ -1,11 +1,17 @@
 """The dialect-specific half of the knowledge index: writing and querying `knowledge_fts`.
 
+Both backends index the same words: each field's words reduced to their keys by
+`agents.words.keyed` (the re-ranking's stemmer), which the database then only splits at
+spaces (FTS5's `unicode61` tokenizer, PostgreSQL's `simple` configuration). The queries
+are the keys of the query's terms, so a word matches a section on SQLite exactly when it
+does on PostgreSQL, and exactly when the re-ranking counts it (the databases' own
+stemmers, FTS5's porter and PostgreSQL's English Snowball, disagree on some words).
+
 SQLite: an FTS5 table whose rowid is the section's `pk`, ranked by `bm25()` with the
 title and heading columns weighted above the body. PostgreSQL: one weighted `tsvector`
 per section (title A, heading B, body D) under a GIN index, ranked by `ts_rank`.
-Queries are the OR of the given terms, which `agents.words.query_terms`
-has already reduced to alphanumeric words (nothing of the user's text reaches the query
-syntax unquoted).
+Queries are the OR of the terms' keys, which are alphanumeric (nothing of the user's
+text reaches the query syntax unquoted).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agents.knowledge.ranking import CorpusStats
+from agents.words import key, keyed
 
 # bm25() column weights: title, heading, body. A heading that names the topic is worth
 # more than the same words in a long body.
@@ -29,6 +36,8 @@ async def add_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> Non
     """Index sections: each row has `pk`, `title`, `heading` and `body`."""
     if not rows:
         return
+    fields = ("title", "heading", "body")
+    keyed_rows = [{"pk": row["pk"], **{f: keyed(row[f]) for f in fields}} for row in rows]
     if conn.dialect.name == "sqlite":
         statement = (
             "INSERT INTO knowledge_fts (rowid, title, heading, body)"
@@ -37,11 +46,11 @@ async def add_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> Non
     else:
         statement = (
             "INSERT INTO knowledge_fts (section_pk, document) VALUES (:pk,"
-            " setweight(to_tsvector('english', :title), 'A')"
-            " || setweight(to_tsvector('english', :heading), 'B')"
-            " || setweight(to_tsvector('english', :body), 'D'))"
+            " setweight(to_tsvector('simple', :title), 'A')"
+            " || setweight(to_tsvector('simple', :heading), 'B')"
+            " || setweight(to_tsvector('simple', :body), 'D'))"
         )
-    await conn.execute(sa.text(statement), list(rows))
+    await conn.execute(sa.text(statement), keyed_rows)
 
 
 async def remove_rows(conn: AsyncConnection, pks: Sequence[int]) -> None:
@@ -77,10 +86,10 @@ async def corpus_stats(
     one statement (one round trip, whatever the number of terms)."""
     if conn.dialect.name == "sqlite":
         count = "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH :t{n}"
-        params = {f"t{n}": f'"{t}"' for n, t in enumerate(terms)}
+        params = {f"t{n}": f'"{key(t)}"' for n, t in enumerate(terms)}
     else:
-        count = "SELECT count(*) FROM knowledge_fts WHERE document @@ to_tsquery('english', :t{n})"
-        params = {f"t{n}": t for n, t in enumerate(terms)}
+        count = "SELECT count(*) FROM knowledge_fts WHERE document @@ to_tsquery('simple', :t{n})"
+        params = {f"t{n}": key(t) for n, t in enumerate(terms)}
     statement = " UNION ALL ".join(
         f"SELECT {n} AS n, ({count.format(n=n)}) AS df" for n in range(len(terms))
     )
@@ -98,10 +107,11 @@ async def candidates(
     The full-text index alone ranks the matches and keeps the best `limit`; only those
     are joined to their sections and documents (joining every match first read and
     hashed the whole section table, and most of the time went there)."""
+    keys = list(dict.fromkeys(key(t) for t in terms))
     params: dict[str, Any] = {"limit": limit}
     within = " AND s.collection IN :collections" if collections else ""
     if conn.dialect.name == "sqlite":
-        params["query"] = " OR ".join(f'"{t}"' for t in terms)
+        params["query"] = " OR ".join(f'"{k}"' for k in keys)
         weights = ", ".join(str(w) for w in SQLITE_WEIGHTS)
         ranked = (
             f"SELECT f.rowid AS pk, -bm25(knowledge_fts, {weights}) AS score"
@@ -110,16 +120,16 @@ async def candidates(
             + " WHERE knowledge_fts MATCH :query"
         )
     else:
-        params["query"] = " | ".join(terms)
+        params["query"] = " | ".join(keys)
         ranked = (
             f"SELECT f.section_pk AS pk, ts_rank('{POSTGRES_WEIGHTS}', f.document, q, 1) AS score"
             " FROM knowledge_fts f"
             + (" JOIN knowledge_sections s ON s.pk = f.section_pk" if collections else "")
-            + ", to_tsquery('english', :query) q WHERE f.document @@ q"
+            + ", to_tsquery('simple', :query) q WHERE f.document @@ q"
         )
     statement = sa.text(
         "SELECT s.section_id, s.doc_id, s.collection, d.title, d.url, s.heading, s.body,"
-        f" top.score FROM ({ranked}{within} ORDER BY score DESC LIMIT :limit) top"
+        f" s.position, top.score FROM ({ranked}{within} ORDER BY score DESC LIMIT :limit) top"
         " JOIN knowledge_sections s ON s.pk = top.pk"
         " JOIN knowledge_documents d ON d.doc_id = s.doc_id ORDER BY top.score DESC"
     )

@@ -127,6 +127,7 @@ class KnowledgeStore:
                 url=row.url,
                 text=row.body,
                 score=float(row.score),
+                position=int(row.position),
             )
             for row in rows
         ]

@@ -160,3 +160,74 @@ async def test_knowledge_sync_indexes_every_document_in_four_statements(
     assert inserts == ["knowledge_documents", "knowledge_sections", "knowledge_fts"]
     keys = [s for s in statements if s.startswith("SELECT knowledge_sections.section_id")]
     assert len(keys) == 1
+
+
+async def test_knowledge_search_finds_a_word_in_another_form(db: Database, tmp_path: Path) -> None:
+    """A section is found by any form of its word that shares the word's key: the
+    index holds the keys the re-ranking compares ("register" and "registration")."""
+    _write(
+        tmp_path,
+        "vehicles.md",
+        "# Vehicles\n\n## Plates\n\nNew plates are mailed.\n\n"
+        "## Registration renewal\n\nRenewals of registrations take ten days.\n",
+    )
+    await db.knowledge.sync(load_folder(tmp_path))
+    assert [h.id for h in await db.knowledge.search("How do I register?")] == [
+        "vehicles#registration-renewal"
+    ]
+    assert [h.id for h in await db.knowledge.search("registered")] == [
+        "vehicles#registration-renewal"
+    ]
+
+
+async def test_knowledge_search_ranks_alike_on_sqlite_and_postgres(
+    sqlite_url: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """The same question gets the same sections with the same scores on both databases,
+    words their own stemmers split differently included ("news" is "new" to FTS5's porter
+    and "news" to PostgreSQL's English stemmer; "NYS" is "ny" to porter only)."""
+    _sample(tmp_path)
+    _write(
+        tmp_path,
+        "news.md",
+        "# News\n\n## New plans\n\nNews of new plans for NYS customers.\n\n"
+        "## Refund news\n\nRefund news: refunds are faster in NY.\n",
+    )
+    documents = load_folder(tmp_path)
+    found = []
+    for url in (sqlite_url, postgres_url):
+        db = await Database.open(url)
+        try:
+            await db.knowledge.sync(documents)
+            found.append(
+                [
+                    [(h.id, h.score) for h in await db.knowledge.search(query, limit=10)]
+                    for query in ("new refund", "news for ny customers", "duplicate refunds")
+                ]
+            )
+        finally:
+            await db.close()
+    assert all(found[0]) and found[0] == found[1]
+
+
+async def test_knowledge_search_prefers_the_opening_of_a_matching_document(
+    db: Database, tmp_path: Path
+) -> None:
+    """A question about what a page is about is answered by the page's opening section,
+    not by a later one that shares its words just as well."""
+    _write(
+        tmp_path,
+        "plans.md",
+        "# Graduated repayment plan\n\n## Payments start low\n\n"
+        "Payments under the graduated plan start low and grow every two years.\n\n"
+        "## Calculator\n\n"
+        "The calculator estimates graduated plan payments from your income.\n",
+    )
+    _write(tmp_path, "other.md", "# Income\n\n## Income records\n\nKeep your records.\n")
+    await db.knowledge.sync(load_folder(tmp_path))
+    hits = await db.knowledge.search("How does the graduated repayment plan work?")
+    assert [h.id for h in hits][:2] == [
+        "plans#payments-start-low",
+        "plans#calculator",
+    ]
+    assert (hits[0].position, hits[1].position) == (0, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from agents.events import Event
+from agents.knowledge.documents import load_folder
 from storage import Database, DatabaseOutdatedError, DatabaseSchemaError
 from storage.engine import create_engine
 from storage.migrate import alembic_config, head_revision, upgrade, upgrade_async
@@ -185,3 +187,51 @@ async def test_migration_0004_downgrade_restores_the_legacy_slack_ts(sqlite_url:
     legacy = json.loads(data)
     assert ts == legacy["slack_ts"] == "1700000000.000100"
     assert "custom_metadata" not in legacy and "loop_exit" not in legacy["actions"]
+
+
+async def test_migration_0015_has_the_knowledge_index_rebuilt_by_the_next_sync(
+    empty_url: str, tmp_path: Path
+) -> None:
+    """A knowledge index written by the database's own stemmer is emptied, so the next
+    sync indexes every document again as word keys."""
+    assert await upgrade_async(empty_url, "0014_knowledge") == "0014_knowledge"
+    engine = create_engine(empty_url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO knowledge_documents (doc_id, collection, title, path, content_hash,"
+                " indexed_at) VALUES ('faq', 'general', 'FAQ', 'faq.md', 'old', 1.0)"
+            )
+        )
+        await conn.execute(
+            sa.text(
+                "INSERT INTO knowledge_sections (pk, section_id, doc_id, collection, position,"
+                " heading, body) VALUES (1, 'faq#renewals', 'faq', 'general', 0, 'Renewals',"
+                " 'Registrations are renewed online.')"
+            )
+        )
+        if conn.dialect.name == "sqlite":
+            fts = (
+                "INSERT INTO knowledge_fts (rowid, title, heading, body)"
+                " VALUES (1, 'FAQ', 'Renewals', 'Registrations are renewed online.')"
+            )
+        else:
+            fts = (
+                "INSERT INTO knowledge_fts (section_pk, document)"
+                " VALUES (1, to_tsvector('english', 'Registrations are renewed online.'))"
+            )
+        await conn.execute(sa.text(fts))
+    await engine.dispose()
+
+    assert await upgrade_async(empty_url) == head_revision()
+    (tmp_path / "faq.md").write_text(
+        "# FAQ\n\n## Renewals\n\nRegistrations are renewed online.\n", encoding="utf-8"
+    )
+    db = await Database.open(empty_url, migrate=False)
+    try:
+        report = await db.knowledge.sync(load_folder(tmp_path))
+        hits = await db.knowledge.search("register")
+    finally:
+        await db.close()
+    assert report.added == ["faq"] and report.unchanged == []
+    assert [h.id for h in hits] == ["faq#renewals"]

@@ -4,7 +4,7 @@ words found are exactly those whose key is among the query's."""
 from __future__ import annotations
 
 from agents.knowledge.ranking import CorpusStats, distinctive_terms, key_matcher
-from agents.words import key, words
+from agents.words import key, keyed, words
 
 TEXT = (
     "Copies of policies are refunded; a refunding policy copied twice. Copy-editing, "
@@ -33,3 +33,11 @@ def test_ranking_matches_candidates_on_distinctive_terms_only() -> None:
     assert distinctive_terms(["student", "zzz"], stats) == ["student", "zzz"]
     few = CorpusStats(sections=5, doc_freq={"refund": 4, "error": 1}, **lengths)
     assert distinctive_terms(["refund", "error"], few) == ["refund", "error"]
+
+
+def test_ranking_keys_compare_codes_whole_and_words_by_stem() -> None:
+    """Error codes and invoice numbers differ in their last digits, so a word with a digit
+    keeps all of it; other words are cut to a stem prefix ("registration" ~ "register")."""
+    assert key("0x80070005") != key("0x80070057")
+    assert key("registration") == key("registered") == key("register")
+    assert keyed("Error 0x80070005: Registrations renewed!") == "error 0x80070005 regist renew"
