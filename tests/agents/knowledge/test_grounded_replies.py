@@ -31,12 +31,13 @@ GROUNDED = (
 )
 INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
 # What a small model's answer from prefetched sections gets quoted under it: the best
-# section's two sentences sharing most of the question's words.
+# section's three sentences sharing most of the question's words.
 QUOTE = (
     "\n\n> A second charge for the same invoice number is a duplicate charge, and we refund it "
     "in full. Send us the invoice number (for example INV-2291) and the amount of each "
     "charge; we check both charges on your account, then refund the duplicate to your "
-    "original payment method."
+    "original payment method. A pending authorisation that disappears within 3 business "
+    "days is not a charge and needs no refund."
 )
 
 
