@@ -4,9 +4,10 @@ yes/no the model is asked once its reply is written.
 The relevance rule (`agents.knowledge.relevance`) counts words, and a question the
 documents do not cover can share most of its words with a neighbouring section ("Is a
 duplicate charge refunded with interest?" and a section on duplicate charges). The model is
-shown the same sections and the question and asked: on the look half of the dev set,
-shown the best sections of each question, the embedded model said "no" for 2 of the 5 uncovered questions and "yes" for
-all 26 answerable ones (`docs/knowledge.md`). A "no" makes the reply the honest answer.
+shown the same sections and the question, and asked: on the look half of the dev set,
+shown the best sections of each question, the embedded model said "no" for 2 of the 5
+uncovered questions and "yes" for all 26 answerable ones (`docs/knowledge.md`). A "no"
+makes the reply the honest answer.
 
 The request starts with the step's own instruction, which holds the sections, so a
 server's prompt cache shares it with the step's decision and answer.
