@@ -14,10 +14,12 @@ An agent that may search the knowledge base (`knowledge: [...]` in the tree, so 
 
 A step that answers from sections, or whose customer asked something the sections do
 not cover (nothing relevant found), is checked (`agents.knowledge.reply_check`) before
-its reply is emitted: its values must be in a section or in the conversation; a failing
-reply is written again once, then stripped or replaced by the honest answer. The event
-records the sections the reply used and the outcome in its `custom_metadata`. Its text
-is not streamed: nothing reaches the customer before the check decides.
+its reply is emitted: a small model's reply from prefetched sections is the honest answer
+when the model, asked, says they do not answer the question (`agents.llm.coverage_check`);
+its values must be in a section or in the conversation; a failing reply is written again
+once, then stripped or replaced by the honest answer. The event records the sections the
+reply used and the outcome in its `custom_metadata`. Its text is not streamed: nothing
+reaches the customer before the check decides.
 """
 
 from __future__ import annotations
