@@ -337,14 +337,38 @@ def run_eval_routing(
 @_dataset_options
 @click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
 @half_option
+@click.option(
+    "--only",
+    type=click.Choice(["answerable", "unanswerable"]),
+    help="keep only these questions (before --limit)",
+)
+@click.option(
+    "--no-model",
+    is_flag=True,
+    help="retrieval and the relevance rule alone: which questions keep a section",
+)
 def run_eval_answers(
-    data: str, model: str | None, limit: int | None, docs: Path, half: str | None
+    data: str,
+    model: str | None,
+    limit: int | None,
+    docs: Path,
+    half: str | None,
+    only: str | None,
+    no_model: bool,
 ) -> int:
     from bot.evals.cli import eval_answers
 
     settings = _settings()
     work = eval_answers(
-        settings, sys.stdout, docs=docs, data=Path(data), model=model, limit=limit, half=half
+        settings,
+        sys.stdout,
+        docs=docs,
+        data=Path(data),
+        model=model,
+        limit=limit,
+        half=half,
+        only=only,
+        no_model=no_model,
     )
     return _run(work, settings)
 

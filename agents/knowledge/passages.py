@@ -19,7 +19,7 @@ from agents.words import STOPWORDS, key, words
 BEST_SENTENCES = 4
 OTHER_SENTENCES = 2
 # Sentences of the best section quoted under a small model's answer.
-QUOTE_SENTENCES = 2
+QUOTE_SENTENCES = 3
 # A sentence is cut after this many words (a table row or a run-on list).
 SENTENCE_WORDS = 60
 

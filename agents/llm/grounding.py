@@ -14,10 +14,12 @@ An agent that may search the knowledge base (`knowledge: [...]` in the tree, so 
 
 A step that answers from sections, or whose customer asked something the sections do
 not cover (nothing relevant found), is checked (`agents.knowledge.reply_check`) before
-its reply is emitted: its values must be in a section or in the conversation; a failing
-reply is written again once, then stripped or replaced by the honest answer. The event
-records the sections the reply used and the outcome in its `custom_metadata`. Its text
-is not streamed: nothing reaches the customer before the check decides.
+its reply is emitted: a small model's reply from prefetched sections is the honest answer
+when the model, asked, says they do not answer the question (`agents.llm.coverage_check`);
+its values must be in a section or in the conversation; a failing reply is written again
+once, then stripped or replaced by the honest answer. The event records the sections the
+reply used and the outcome in its `custom_metadata`. Its text is not streamed: nothing
+reaches the customer before the check decides.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from agents.knowledge.reply_check import (
 )
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.knowledge.value_gate import TextSink, ValueGate
+from agents.llm.coverage_check import coverage_request, covered
 from agents.llm.decide_first.options import StepOptions
 from agents.llm.decide_first.prompts import answer_request
 from agents.models.base import Content, LlmRequest, LlmResponse
@@ -168,6 +171,13 @@ class Grounding:
             checked = found
         elif not self.hits:
             return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")
+        elif self.prefetched and not says_not_found(response.text):
+            # Sections sharing the question's words may still not answer it: the model
+            # is asked (agents.llm.coverage_check).
+            judged = await rewrite(coverage_request(request, instruction, self.question))
+            response = _with_usage(response, judged)
+            if not covered(judged):
+                return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")
         return await checked._check(agent, response, events, request, instruction, rewrite)
 
     async def _check(
@@ -192,8 +202,7 @@ class Grounding:
             # Checked after it was written: the second attempt gets the sections found.
             instruction = f"{instruction}\n\n{self.note()}"
         again = await rewrite(_rewrite_request(request, instruction, draft, problems_text(found)))
-        usage = (response.usage + again.usage) if response.usage and again.usage else None
-        response = response.model_copy(update={"usage": usage or response.usage})
+        response = _with_usage(response, again)
         second = again.text.strip() if not again.function_calls else ""
         if second and not unsupported(second, evidence):
             return self._settled(agent, response, second, "rewritten")
@@ -335,6 +344,13 @@ def _hit(section: dict[str, Any]) -> KnowledgeHit:
         text=str(section.get("text") or ""),
         score=0.0,
     )
+
+
+def _with_usage(response: LlmResponse, other: LlmResponse) -> LlmResponse:
+    """`response` with `other`'s usage added (one more model call of the same step)."""
+    if response.usage is None or other.usage is None:
+        return response
+    return response.model_copy(update={"usage": response.usage + other.usage})
 
 
 def _rewrite_request(

@@ -16,6 +16,8 @@ from tqdm import tqdm
 from bot.config import Settings
 
 if TYPE_CHECKING:
+    from agents.knowledge.search import KnowledgeSearch
+    from bot.evals.answers import AnswerCase
     from bot.evals.dataset import LabelledConversation
 
 
@@ -221,15 +223,18 @@ async def eval_answers(
     model: str | None = None,
     limit: int | None = None,
     half: str | None = None,
+    only: str | None = None,
+    no_model: bool = False,
 ) -> int:
     """Index `docs` into a temporary SQLite database, answer each question of `data`
     through the support tree (`AGENT_TREE_FILE`) with that index, and print each
     answer's line and the figures per source and overall (`bot.evals.answers`). A flat
     folder's documents are searched by every agent that declares `knowledge:`
     (`EveryCollection`). `half` ("look" or "measure") keeps that half of the questions,
-    before `limit` is applied."""
+    and `only` ("answerable" or "unanswerable") those questions, before `limit` is
+    applied. `no_model` runs retrieval and the relevance rule alone
+    (`bot.evals.answers_relevance`)."""
     from agents.knowledge.documents import KnowledgeDocumentError, load_folder
-    from agents.knowledge.search import KnowledgeSearch
     from agents.tree import DEFAULT_TREE, TreeSpec
     from bot.evals.answer_run import EveryCollection, evaluate_answers
     from bot.evals.answers import case_line, load_answer_cases, report_lines
@@ -245,7 +250,12 @@ async def eval_answers(
     except KnowledgeDocumentError as exc:
         out.write(f"eval answers failed: {exc}\n")
         return 1
-    cases = [c for c in load_answer_cases(data) if half is None or c.half == half]
+    cases = [
+        c
+        for c in load_answer_cases(data)
+        if (half is None or c.half == half)
+        and (only is None or c.answerable == (only == "answerable"))
+    ]
     cases = select_every_nth(cases, limit)
     sections = {s.id: s.text for d in documents for s in d.sections}
     spec = TreeSpec.from_file(settings.agent_tree_file or DEFAULT_TREE)
@@ -256,6 +266,8 @@ async def eval_answers(
             out.write(f"{docs}: {report.summary()}\n")
             flat = len({d.collection for d in documents}) <= 1
             search: KnowledgeSearch = EveryCollection(db.knowledge) if flat else db.knowledge
+            if no_model:
+                return await _relevance_only(cases, search, out)
             async with open_models(settings) as models:
                 out.write(f"model: {models.label}\n")
                 with tqdm(desc="answers", total=len(cases), unit="question") as bar:
@@ -275,4 +287,18 @@ async def eval_answers(
         finally:
             await db.close()
     out.write("\n".join(report_lines(results)) + "\n")
+    return 0
+
+
+async def _relevance_only(cases: list[AnswerCase], search: KnowledgeSearch, out: TextIO) -> int:
+    """Retrieval and the relevance rule on `cases`, no model: a line each, then figures."""
+    from bot.evals.answers_relevance import (
+        evaluate_relevance,
+        relevance_case_line,
+        relevance_lines,
+    )
+
+    results = await evaluate_relevance(cases, search)
+    out.write("".join(relevance_case_line(r) + "\n" for r in results))
+    out.write("\n".join(relevance_lines(results)) + "\n")
     return 0

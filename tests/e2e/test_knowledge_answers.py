@@ -5,9 +5,9 @@ a PostgreSQL database shared with another process) the way `support-bot` syncs i
 
 A grounded reply carries a sources line; an invented amount is caught and the reply
 written again before anything is posted; a question the documents do not cover gets the
-honest answer; a supervisor's invented value (it declares no `knowledge:`) is checked
-against the index too; an edited document re-synced while the bot runs is what the next answer
-cites."""
+honest answer, also when its words find sections that the model says do not answer it; a
+supervisor's invented value (it declares no `knowledge:`) is checked against the index
+too; an edited document re-synced while the bot runs is what the next answer cites."""
 
 from __future__ import annotations
 
@@ -44,14 +44,17 @@ INVENTED = "I have refunded 98.00 USD, which you will see within 3 business days
 CITATION = "<https://help.example.com/policies/refunds|Refund policy (sample) › Duplicate charges>"
 
 
-def _billing(*steps: str) -> list[str]:
+def _billing(*steps: str, covered: str | None = "yes") -> list[str]:
     """The supervisor routes to billing_agent, which answers itself (`steps[0]`), is not
-    held back for the policy check, then plays the rest of `steps`."""
+    held back for the policy check, and whose sections the coverage check says answer
+    the question (`covered`; None: not asked, when no section is relevant), then plays the
+    rest of `steps`."""
     return [
         json_text("billing_agent"),
         json_text("billing_agent"),
         steps[0],
         json_text("no"),
+        *([json_text(covered)] if covered is not None else []),
         *steps[1:],
     ]
 
@@ -129,7 +132,7 @@ async def test_knowledge_uncovered_question_is_answered_honestly(
 ) -> None:
     await _knowledge_folder(tmp_path, database)
     invention = "Yes, we accept bitcoin, with a 5% discount."
-    model = ScriptedModel(_billing(invention), decide_first=True)
+    model = ScriptedModel(_billing(invention, covered=None), decide_first=True)
     bot = await start_bot(build_support_tree(model=model, knowledge=database.knowledge))
     question = "Can I pay my invoices with cryptocurrency like bitcoin?"
     reply = await _ask(bot, slack, question, "1700001200.000100", 1)
@@ -138,6 +141,27 @@ async def test_knowledge_uncovered_question_is_answered_honestly(
     assert "Sources" not in context_text(reply)
     stored = await _stored_reply(database, "1700001200.000100")
     assert stored[CHECK_KEY] == "not_found" and stored[SOURCES_KEY] == []
+    model.assert_complete()
+
+
+async def test_knowledge_question_its_sections_do_not_answer_is_answered_honestly(
+    slack: FakeSlackApi, start_bot: StartBot, database: Database, tmp_path: Path
+) -> None:
+    """The duplicate-charge sections share most of the question's words, so they are
+    retrieved as relevant; the model, asked whether they answer it, says no. The draft
+    (which states only what they say) never reaches Slack."""
+    await _knowledge_folder(tmp_path, database)
+    draft = "A duplicate charge is refunded in full to your original payment method."
+    model = ScriptedModel(_billing(draft, covered="no"), decide_first=True)
+    bot = await start_bot(build_support_tree(model=model, knowledge=database.knowledge))
+    question = "Is a duplicate charge refunded with interest?"
+    reply = await _ask(bot, slack, question, "1700001250.000100", 1)
+    assert NOT_FOUND_TEXT in shown(reply)
+    assert "original payment method" not in _posted(slack)
+    assert "Sources" not in context_text(reply)
+    stored = await _stored_reply(database, "1700001250.000100")
+    assert stored[CHECK_KEY] == "not_found" and stored[SOURCES_KEY] == []
+    assert "Duplicate charges" in model.requests[-1].system_instruction
     model.assert_complete()
 
 

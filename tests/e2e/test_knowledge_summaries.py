@@ -75,13 +75,20 @@ async def _grounded_thread(
 ) -> tuple[BotHarness, TranscriptSummarizer]:
     """The sample synced as the bot syncs it at start, then one grounded billing reply:
     the supervisor routes, billing_agent answers from the prefetched sections, and is not
-    held back for the policy check."""
+    held back for the policy check, and its sections answer the question (the coverage
+    check)."""
     folder = tmp_path / "knowledge"
     shutil.copytree(SAMPLE_DIR, folder)
     await knowledge.sync_folder(database, folder)
     settings = _settings(tmp_path, slack)
     model = ScriptedModel(
-        [json_text("billing_agent"), json_text("billing_agent"), GROUNDED, json_text("no")],
+        [
+            json_text("billing_agent"),
+            json_text("billing_agent"),
+            GROUNDED,
+            json_text("no"),
+            json_text("yes"),
+        ],
         decide_first=True,
     )
     summaries = TranscriptSummarizer()

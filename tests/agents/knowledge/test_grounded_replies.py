@@ -31,24 +31,27 @@ GROUNDED = (
 )
 INVENTED = "You will get 98.00 USD back within 5 to 10 business days."
 # What a small model's answer from prefetched sections gets quoted under it: the best
-# section's two sentences sharing most of the question's words.
+# section's three sentences sharing most of the question's words.
 QUOTE = (
     "\n\n> A second charge for the same invoice number is a duplicate charge, and we refund it "
     "in full. Send us the invoice number (for example INV-2291) and the amount of each "
     "charge; we check both charges on your account, then refund the duplicate to your "
-    "original payment method."
+    "original payment method. A pending authorisation that disappears within 3 business "
+    "days is not a charge and needs no refund."
 )
 
 
-def _to_billing(*billing: str) -> ScriptedModel:
+def _to_billing(*billing: str, covered: str | None = "yes") -> ScriptedModel:
     """The supervisor routes to billing_agent, which answers itself and is not held back
-    for the policy check; then `billing` plays the rest."""
+    for the policy check; the coverage check answers `covered` (None: not asked, when no
+    section is relevant); then `billing` plays the rest."""
     return ScriptedModel(
         [
             json_text("billing_agent"),  # the supervisor's decision
             json_text("billing_agent"),  # billing_agent answers itself
             billing[0],  # its reply
             json_text("no"),  # the consult check: no refund promised before the policy
+            *([json_text(covered)] if covered is not None else []),
             *billing[1:],
         ],
         decide_first=True,
@@ -134,12 +137,30 @@ async def test_grounded_reply_with_nothing_true_left_is_the_honest_answer(db: Da
 
 async def test_question_the_documents_do_not_cover_gets_the_honest_answer(db: Database) -> None:
     before = _checks("not_found")
-    model = _to_billing("Yes, we accept bitcoin and give a 5% discount for it.")
+    model = _to_billing("Yes, we accept bitcoin and give a 5% discount for it.", covered=None)
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send("Can I pay my invoices with cryptocurrency like bitcoin?")
     assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
     assert "has nothing on this question" in model.requests[2].system_instruction
     assert _checks("not_found") == before + 1
+    model.assert_complete()
+
+
+async def test_sections_the_model_says_do_not_answer_the_question_give_the_honest_answer(
+    db: Database,
+) -> None:
+    """The sections share the question's words, and the reply states only what they say,
+    but the coverage check answers "no": the customer gets the honest answer."""
+    model = _to_billing("Duplicate charges are refunded in full.", covered="no")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
+    asked = model.requests[-1]
+    assert asked.response_schema == {"title": "coverage", "type": "string", "enum": ["yes", "no"]}
+    assert "Refund policy (sample) › Duplicate charges" in asked.system_instruction
+    assert DUPLICATE_CHARGE in asked.contents[-1].text and asked.tools == []
+    reply = await _reply(conversation)
+    assert reply.custom_metadata == {SOURCES_KEY: [], CHECK_KEY: "not_found"}
     model.assert_complete()
 
 
@@ -180,7 +201,7 @@ async def test_native_tool_model_answering_without_searching_is_checked_all_the_
 
 
 async def test_small_talk_is_not_grounded(db: Database) -> None:
-    model = _to_billing("You're welcome!")
+    model = _to_billing("You're welcome!", covered=None)
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     assert (await conversation.send("thanks!"))[-1] == ("billing_agent", "You're welcome!")
     assert CHECK_KEY not in (await _reply(conversation)).custom_metadata
@@ -190,7 +211,9 @@ async def test_small_talk_is_not_grounded(db: Database) -> None:
 async def test_reply_saying_the_documents_do_not_answer_is_the_honest_answer(
     db: Database,
 ) -> None:
-    model = _to_billing("I could not find anything about a card surcharge in the sections.")
+    model = _to_billing(
+        "I could not find anything about a card surcharge in the sections.", covered=None
+    )
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     turn = await conversation.send(DUPLICATE_CHARGE)
     assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
@@ -226,6 +249,7 @@ async def test_an_agent_searches_once_per_turn_across_its_steps(db: Database) ->
             "ALLOWED once the bank confirms the duplicate charge.",  # policy_checker
             json_text("billing_agent"),  # billing_agent answers itself again
             GROUNDED,
+            json_text("yes"),  # the coverage check: its sections answer the question
         ],
         decide_first=True,
     )

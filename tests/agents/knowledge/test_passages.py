@@ -45,7 +45,10 @@ def test_quoted_adds_the_best_sentences_the_answer_does_not_hold() -> None:
     answer = "A duplicate charge is refunded in full."
     assert quoted(answer, _hit(1), question) == (
         f"{answer}\n\n> Refunds go back to the original payment method within 5 to 10 "
-        "business days."
+        "business days. Gift cards cannot be refunded."
     )
-    both = f"{answer} Refunds go back to the original payment method within 5 to 10 business days."
-    assert quoted(both, _hit(1), question) == both
+    every = (
+        f"{answer} Refunds go back to the original payment method within 5 to 10 business "
+        "days. Gift cards cannot be refunded."
+    )
+    assert quoted(every, _hit(1), question) == every

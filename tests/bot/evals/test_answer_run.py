@@ -139,3 +139,56 @@ async def test_eval_answers_command_prints_every_figure_per_source_and_overall(
     assert "[tech] token F1: 0.857" in lines  # 6 of 7 words in common
     assert "[overall] honest on unanswerable: 1.000 (1/1)" in lines  # nothing relevant found
     assert not (tmp_path / "bot.db").exists()
+
+
+async def test_eval_answers_without_a_model_runs_retrieval_and_the_relevance_rule_alone(
+    tmp_path: Path,
+) -> None:
+    """`--no-model`: no model server is asked anything (none is configured); each question's
+    verdict, then the figures per source and overall."""
+    async with FakeOpenAIServer([]) as server:
+        settings = Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
+            model="openai/unused",
+            model_api_base=server.base_url,
+        )
+        out = io.StringIO()
+        code = await eval_answers(
+            settings, out, docs=FIXTURE / "docs", data=FIXTURE / "questions.jsonl", no_model=True
+        )
+    assert server.requests == []
+    assert code == 0
+    lines = out.getvalue().splitlines()
+    assert lines[1:5] == [
+        "t-refund-dup [billing] kept kept=2 best=billing-refunds › Duplicate charges",
+        "t-refund-window [billing] kept kept=1 best=billing-refunds › Refund window",
+        "t-access-denied [tech] kept kept=2 best=tech-errors › Error 0x80070005",
+        "t-gift-cards [billing] honest kept=0 best=-",
+    ]
+    assert lines[-3:] == [
+        "[overall] answerable, right document kept: 1.000 (3/3)",
+        "[overall] answerable, some section kept: 1.000 (3/3)",
+        "[overall] honest on unanswerable: 1.000 (1/1)",
+    ]
+
+
+async def test_eval_answers_only_keeps_the_questions_asked_for(tmp_path: Path) -> None:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'bot.db'}",
+        model="openai/unused",
+    )
+    out = io.StringIO()
+    data = FIXTURE / "questions.jsonl"
+    await eval_answers(
+        settings, out, docs=FIXTURE / "docs", data=data, no_model=True, only="unanswerable"
+    )
+    assert [line.split()[0] for line in out.getvalue().splitlines()[1:2]] == ["t-gift-cards"]
+    assert "[overall] questions: 1" in out.getvalue()
+    out = io.StringIO()
+    await eval_answers(
+        settings, out, docs=FIXTURE / "docs", data=data, no_model=True, only="answerable"
+    )
+    assert "[overall] questions: 3" in out.getvalue()
+    assert "t-gift-cards" not in out.getvalue()
