@@ -43,14 +43,25 @@ def decision_request(
     for choice in choices:
         lines.append(f"- {choice.name}: {_option_text(choice, agent)}")
     lines.append(
-        "Pick the option whose description covers what the customer needs now. Answer "
-        "with the option's name in double quotes, and nothing else."
+        "Pick the option whose description covers what the customer needs now"
+        f"{_fallback(choices, agent)}. Answer with the option's name in double quotes, "
+        "and nothing else."
     )
     question = (
         f"{conversation_block(request.contents, agent)}\n\n"
         "Who handles the customer's latest message? Answer with the option's name."
     )
     return _choice_request(request, instruction, "\n".join(lines), question, choices, "decision")
+
+
+def _fallback(choices: Sequence[Choice], agent: str) -> str:
+    """Where a request no hand-off target owns goes: the agent itself, when answering is
+    one of the options and there is someone to hand over to (no specialist fits, so the
+    agent that was asked answers)."""
+    kinds = {c.kind for c in choices}
+    if "answer" not in kinds or "transfer" not in kinds:
+        return ""
+    return f"; if no agent's description covers it, pick {agent}"
 
 
 def _option_text(choice: Choice, agent: str) -> str:
