@@ -35,7 +35,8 @@ def decision_request(
     message, so a server caches them), then one user message with the conversation fenced
     as data under the question; an enum schema. The targets come first: listed first, the
     agent's own answer took most money questions on the embedded model (a first-option
-    bias), and the targets' descriptions are the narrow ones."""
+    bias), and the targets' descriptions are the narrow ones. With targets, a request none
+    of them covers is the agent's own (`_fallback`)."""
     lines = [
         "Before anything is written, decide who handles the customer's latest message.",
         "The options:",
