@@ -199,10 +199,6 @@ async def test_a_tree_from_yaml_with_other_names_routes_the_same_way_in_both_lay
         ANSWER_FUNCTION,
         "rules_checker",
     ]
-    # No agent fits: the front desk's own answer says it takes what no target handles.
-    lines = model.requests[1].system_instruction.splitlines()
-    answer_line = next(line for line in lines if ANSWER_FUNCTION in line)
-    assert "also when no agent you can hand over to handles the request" in answer_line
     model.assert_complete()
 
 

@@ -58,14 +58,13 @@ def functions_request(
     the signatures (the same for every message, so a server caches them), the history as
     chat turns, and a schema that allows exactly one function name."""
     names = function_names(choices)
-    routes = any(c.kind == "transfer" for c in choices)
     signatures = [
         json.dumps(
             {
                 "type": "function",
                 "function": {
                     "name": name,
-                    "description": _function_text(choice, routes=routes),
+                    "description": _function_text(choice),
                     "parameters": {"type": "object", "properties": {}},
                 },
             },
@@ -84,15 +83,8 @@ def functions_request(
     return tool_less(request, instruction, system, contents, schema, choice_config(request))
 
 
-def _function_text(choice: Choice, *, routes: bool) -> str:
-    """A function's description; with hand-off targets beside it, the agent's own answer
-    also takes what none of them handles (no specialist fits)."""
+def _function_text(choice: Choice) -> str:
     description = choice.description or "(no description)"
-    if choice.kind == "answer" and routes:
-        return (
-            "Answer the customer yourself, also when no agent you can hand over to "
-            f"handles the request. You handle: {description}"
-        )
     if choice.kind == "answer":
         return f"Answer the customer yourself. You handle: {description}"
     if choice.kind == "transfer":

@@ -35,8 +35,7 @@ def decision_request(
     message, so a server caches them), then one user message with the conversation fenced
     as data under the question; an enum schema. The targets come first: listed first, the
     agent's own answer took most money questions on the embedded model (a first-option
-    bias), and the targets' descriptions are the narrow ones. With targets, a request none
-    of them covers is the agent's own (`_fallback`)."""
+    bias), and the targets' descriptions are the narrow ones."""
     lines = [
         "Before anything is written, decide who handles the customer's latest message.",
         "The options:",
@@ -44,25 +43,14 @@ def decision_request(
     for choice in choices:
         lines.append(f"- {choice.name}: {_option_text(choice, agent)}")
     lines.append(
-        "Pick the option whose description covers what the customer needs now"
-        f"{_fallback(choices, agent)}. Answer with the option's name in double quotes, "
-        "and nothing else."
+        "Pick the option whose description covers what the customer needs now. Answer "
+        "with the option's name in double quotes, and nothing else."
     )
     question = (
         f"{conversation_block(request.contents, agent)}\n\n"
         "Who handles the customer's latest message? Answer with the option's name."
     )
     return _choice_request(request, instruction, "\n".join(lines), question, choices, "decision")
-
-
-def _fallback(choices: Sequence[Choice], agent: str) -> str:
-    """Where a request no hand-off target owns goes: the agent itself, when answering is
-    one of the options and there is someone to hand over to (no specialist fits, so the
-    agent that was asked answers)."""
-    kinds = {c.kind for c in choices}
-    if "answer" not in kinds or "transfer" not in kinds:
-        return ""
-    return f"; if no agent's description covers it, pick {agent}"
 
 
 def _option_text(choice: Choice, agent: str) -> str:
