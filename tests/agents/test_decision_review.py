@@ -170,6 +170,11 @@ async def test_a_tree_from_yaml_with_consult_before_checks_each_reply(tmp_path: 
     assert turn[0] == ("front_desk", ("call", "rules_checker", {"request": REFUND_QUESTION}))
     assert turn[-1] == ("front_desk", "Which invoice was charged twice?")
     assert "Does this reply hand out money?" in model.requests[2].contents[0].text
+    # The decision routes; the marked tool waits for a reply that needs it (the check),
+    # and a tool without `consult_before` would still be an option.
+    assert model.requests[0].response_schema is not None
+    assert model.requests[0].response_schema["enum"] == ["accounts", "repairs", "front_desk"]
+    assert "rules_checker" not in model.requests[0].system_instruction
     assert await conversation.send("hi") == [("front_desk", "Hello again!")]
     model.assert_complete()
 
@@ -366,8 +371,10 @@ async def test_a_reply_naming_the_tool_it_consulted_is_asked_for_again() -> None
     clean = "I'm sorry, but this order's refund is not permitted under our refund policy."
     model = ScriptedModel(
         [
-            json_text("billing_agent"),
-            json_text("policy_checker"),  # billing_agent consults first
+            json_text("billing_agent"),  # the supervisor routes
+            json_text("billing_agent"),  # billing_agent answers (no consult tool offered)
+            "Your refund is on its way.",  # a promise, held back by the consult check
+            json_text("yes"),
             json_text({"request": "Refund a cancelled order?"}),
             "DENIED: cancelled orders past dispatch are not refunded.",
             json_text("billing_agent"),  # decides again, the policy in view: keeps it

@@ -6,7 +6,8 @@ time, but it classifies well. So on a model whose profile decides first
 
 1. **The decision** (`decision`): one constrained choice (a JSON-schema enum) among the
    agent itself (it answers), each allowed transfer target and each tool not yet called
-   this turn (`options`), each listed by name and the description the tree gives it, in
+   this turn (`options`; beside transfer targets, not a tool with `consult_before`: the
+   review consults it), each listed by name and the description the tree gives it, in
    the profile's layouts (`prompts`, `function_layout`) and read as its `choice_scoring`
    says (`choice_scores`).
 2. **The act** (`acts`): a transfer becomes the ordinary `transfer_to_agent` function

@@ -62,6 +62,20 @@ class StepOptions:
         )
         return found
 
+    def decision_choices(self) -> list[Choice]:
+        """The options of the step's decision: `choices()`, less every tool whose tree
+        entry says which replies need it (`consult_before`) when there is an agent to hand
+        the message to. Such a tool is about a reply, and no reply is written yet: the
+        review consults it once a written reply needs it (`agents.llm.decide_first.review`).
+        Offered beside the transfer targets, it drew requests that merely mention an
+        account or money (on the embedded model the root consulted `policy_checker`
+        about a failing sign-up, one more round trip, then kept the request)."""
+        found = self.choices()
+        if not self.targets:
+            return found
+        marked = {t.name for t in self.tools if t.consult_before}
+        return [c for c in found if not (c.kind == "tool" and c.name in marked)]
+
 
 class StepAgent(Protocol):
     """What `step_options` reads of the agent taking the step (an `LlmAgent`)."""

@@ -36,7 +36,7 @@ async def respond(
 
 
 async def _decide_and_act(step: Step) -> LlmResponse:
-    choices = step.options.choices()
+    choices = step.options.decision_choices()
     if len(choices) == 1:
         return await answer(step)
     return await act(step, await decide(step, choices))
