@@ -166,15 +166,17 @@ def _digits_for_words(text: str) -> str:
     )
 
 
+def share(hits: int, total: int) -> str:
+    """`hits` of `total` as a figure's value: "0.750 (3/4)", or "n/a" of nothing."""
+    return f"{hits / total:.3f} ({hits}/{total})" if total else "n/a"
+
+
 def figures(results: Sequence[AnswerResult]) -> dict[str, str]:
     """The report's figures over `results`, each formatted for its line."""
     answerable = [r for r in results if r.case.answerable]
     uncovered = [r for r in results if not r.case.answerable]
     with_section = [r for r in answerable if r.case.section]
     facts = [(r, fact) for r in answerable for fact in r.case.key_facts]
-
-    def share(hits: int, total: int) -> str:
-        return f"{hits / total:.3f} ({hits}/{total})" if total else "n/a"
 
     def ranked(ranks: list[int | None], k: int, total: int) -> str:
         return share(sum(1 for rank in ranks if rank is not None and rank <= k), total)

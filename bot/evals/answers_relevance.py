@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from agents.knowledge.relevance import relevant
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.tools.knowledge_search import DEFAULT_LIMIT
-from bot.evals.answers import AnswerCase
+from bot.evals.answers import AnswerCase, share
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,11 @@ def relevance_lines(results: Sequence[RelevanceResult]) -> list[str]:
         lines += [
             f"[{name}] questions: {len(part)}",
             f"[{name}] answerable, right document kept: "
-            + _share(sum(r.right_kept for r in answerable), len(answerable)),
+            + share(sum(r.right_kept for r in answerable), len(answerable)),
             f"[{name}] answerable, some section kept: "
-            + _share(sum(bool(r.kept) for r in answerable), len(answerable)),
+            + share(sum(bool(r.kept) for r in answerable), len(answerable)),
             f"[{name}] honest on unanswerable: "
-            + _share(sum(r.honest for r in uncovered), len(uncovered)),
+            + share(sum(r.honest for r in uncovered), len(uncovered)),
         ]
     return lines
 
@@ -79,7 +79,3 @@ def relevance_case_line(result: RelevanceResult) -> str:
     best = result.hits[0] if result.hits else None
     where = f"{best.doc_id} › {best.heading}" if best is not None else "-"
     return f"{case.id} [{case.source}] {verdict} kept={len(result.kept)} best={where}"
-
-
-def _share(hits: int, total: int) -> str:
-    return f"{hits / total:.3f} ({hits}/{total})" if total else "n/a"
