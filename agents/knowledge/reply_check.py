@@ -6,6 +6,10 @@ A reply that fails is written again once with its problems named; a second failu
 sent with the sentences that hold unsupported values removed, or, when nothing would be
 left, as the honest `NOT_FOUND_TEXT`. Never as it was. The outcome is one of `OUTCOMES`,
 recorded on the reply's event (`CHECK_KEY`) and counted.
+
+A reply saying the documentation does not answer is the honest answer, unless a section
+states a code the customer asked about (`documented_codes`): then it is written again
+once, as a failing reply is. It is never sent with a section quoted under it.
 """
 
 from __future__ import annotations
@@ -39,13 +43,19 @@ REGISTRY.describe(
 
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|\n|$)|[.!?\n]")
 # A reply admitting the documentation does not answer: "I could not find that in the
-# documentation", "the sections do not mention ...", "there is no information about ...".
+# documentation", "the sections provided do not mention ...", "there is no specific
+# information about ...", "the code is not listed in the troubleshooting guide".
+_DOCS = r"(?:documentation|docs|sections?|documents?|guides?|FAQ|help (?:center|centre))"
 _NOT_FOUND = re.compile(
     r"(?i)\b(?:could ?n[o']?t|can ?n[o']?t|cannot|unable to|did ?n[o']?t|do ?n[o']?t) "
-    r"(?:find|locate|see)\b[^.!?\n]{0,80}\b(?:documentation|sections?|documents?|information)\b"
-    r"|\b(?:documentation|sections?|documents?) (?:do(?:es)? ?n[o']?t|don't|doesn't) "
-    r"(?:say|mention|cover|contain|answer|include|provide)\b"
-    r"|\bno (?:information|details|mention) (?:about|on|of|regarding)\b"
+    rf"(?:find|locate|see)\b[^.!?\n]{{0,80}}\b(?:{_DOCS}|information)\b"
+    rf"|\b{_DOCS}(?: [\w-]+){{0,3}} (?:do(?:es)? ?n[o']?t|don't|doesn't) "
+    r"(?:say|mention|cover|contain|answer|include|provide|list|specify|address|describe)\b"
+    r"|\bno (?:specific |relevant |further |detailed )?(?:information|details|mention) "
+    r"(?:about|on|of|regarding)\b"
+    r"|\b(?:do ?n[o']?t|don't) have (?:any )?(?:specific |relevant )?information\b"
+    r"|\b(?:is|are) ?n[o']?t (?:listed|mentioned|covered|included|described|found) "
+    rf"(?:in|by) (?:the|our|this|these|any)\b[^.!?\n]{{0,40}}\b{_DOCS}\b"
 )
 # A decimal point or a dotted code is not a sentence end.
 _PROTECTED_DOT = re.compile(r"(?<=\d)\.(?=\d)")
@@ -60,6 +70,30 @@ def says_not_found(reply: str) -> bool:
 def unsupported(reply: str, evidence: Sequence[str]) -> list[Value]:
     """The values of `reply` that no text of `evidence` states."""
     return [v for v in values(reply) if not any(states(text, v) for text in evidence)]
+
+
+def documented_codes(question: str, evidence: Sequence[str]) -> list[Value]:
+    """The codes the customer asked about (an error code, a numbered form) that the
+    sections state: a reply saying the documentation does not cover them overlooked it.
+    Words alone are no such evidence: sections sharing them may still not answer."""
+    asked = [v for v in values(question) if v.kind == "code" or _numbered_name(v)]
+    held = [v for v in asked if any(states(text, v) for text in evidence)]
+    # "form FIN-7" holds the code "FIN-7": each is named once.
+    return [v for v in held if not any(v.text in w.text and v != w for w in held)]
+
+
+def _numbered_name(value: Value) -> bool:
+    return value.kind == "name" and any(c.isdigit() for c in value.text)
+
+
+def overlooked_text(found: Sequence[Value]) -> str:
+    """The problem of a "not found" reply to a question whose codes the sections state."""
+    listed = ", ".join(repr(v.text) for v in found)
+    return (
+        "That reply cannot be sent: the documentation sections above do cover "
+        f"{listed}. Write the reply again from what they say about it, using only what "
+        "they say."
+    )
 
 
 def problems_text(found: Sequence[Value]) -> str:

@@ -41,6 +41,8 @@ from agents.knowledge.reply_check import (
     SOURCES_KEY,
     CheckOutcome,
     count,
+    documented_codes,
+    overlooked_text,
     problems_text,
     says_not_found,
     stripped,
@@ -190,24 +192,32 @@ class Grounding:
         rewrite: Rewrite,
     ) -> tuple[LlmResponse, dict[str, Any]]:
         """The reply's check against the sections and the conversation (see module)."""
-        evidence = [*(h.text for h in self.hits), *(f"{h.title} {h.heading}" for h in self.hits)]
-        evidence += conversation_texts(events)
+        sections = [*(h.text for h in self.hits), *(f"{h.title} {h.heading}" for h in self.hits)]
+        evidence = [*sections, *conversation_texts(events)]
         draft = response.text
         if says_not_found(draft):
-            return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")
-        found = unsupported(draft, evidence)
-        if not found:
-            return self._settled(agent, response, draft, "supported")
+            # Honest, unless the sections state the very code the customer asked about.
+            overlooked = documented_codes(self.question, sections)
+            if not overlooked:
+                return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")
+            problems = overlooked_text(overlooked)
+        else:
+            found = unsupported(draft, evidence)
+            if not found:
+                return self._settled(agent, response, draft, "supported")
+            problems = problems_text(found)
         if self.index is not None:
             # Checked after it was written: the second attempt gets the sections found.
             instruction = f"{instruction}\n\n{self.note()}"
-        again = await rewrite(_rewrite_request(request, instruction, draft, problems_text(found)))
+        again = await rewrite(_rewrite_request(request, instruction, draft, problems))
         response = _with_usage(response, again)
         second = again.text.strip() if not again.function_calls else ""
-        if second and not unsupported(second, evidence):
+        # A reply saying the documentation does not answer is never sent over a quote of it.
+        answers = [t for t in (second, draft) if t and not says_not_found(t)]
+        if second in answers and not unsupported(second, evidence):
             return self._settled(agent, response, second, "rewritten")
-        for text in (second, draft):
-            left = stripped(text, unsupported(text, evidence)) if text else ""
+        for text in answers:
+            left = stripped(text, unsupported(text, evidence))
             if left:
                 return self._settled(agent, response, left, "stripped")
         return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")

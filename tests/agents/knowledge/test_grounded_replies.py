@@ -215,8 +215,43 @@ async def test_reply_saying_the_documents_do_not_answer_is_the_honest_answer(
         "I could not find anything about a card surcharge in the sections.", covered=None
     )
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
-    turn = await conversation.send(DUPLICATE_CHARGE)
+    turn = await conversation.send(
+        "I was charged twice this month, 49.00 USD each time. Is there a card surcharge?"
+    )
     assert turn[-1] == ("billing_agent", NOT_FOUND_TEXT)
+    assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "not_found"
+    model.assert_complete()
+
+
+async def test_reply_saying_a_documented_code_is_not_covered_is_written_again(
+    db: Database,
+) -> None:
+    """The customer asks about form FIN-7, which the refund policy states; a reply saying
+    the documentation does not list it is written again once, and is never sent as it
+    was, nor over a quote of the section it denies."""
+    asked = "My refund is 700.00 USD. Do I need form FIN-7 for it?"
+    denied = "Form FIN-7 is not listed in our documentation."
+    answer = "Yes: refunds over 500.00 USD need the finance team's approval on form FIN-7."
+    before = _checks("rewritten")
+    model = _to_billing(denied, answer, covered=None)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send(asked)
+    author, text = turn[-1]
+    assert author == "billing_agent" and text.startswith(answer + "\n\n> ")
+    again = model.requests[-1]
+    assert again.contents[-2].text == denied
+    assert "do cover 'form FIN-7'" in again.contents[-1].text
+    reply = await _reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    cited = {s["id"] for s in reply.custom_metadata[SOURCES_KEY]}
+    assert "policies/refund-policy#who-may-approve-a-refund" in cited
+    assert _checks("rewritten") == before + 1
+    model.assert_complete()
+
+    # Denied twice: the honest answer, with no section quoted under it.
+    model = _to_billing(denied, "I could not find form FIN-7 in the documentation.", covered=None)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert (await conversation.send(asked))[-1] == ("billing_agent", NOT_FOUND_TEXT)
     assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "not_found"
     model.assert_complete()
 

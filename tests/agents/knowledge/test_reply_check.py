@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.knowledge.reply_check import says_not_found, stripped, unsupported
+from agents.knowledge.reply_check import (
+    documented_codes,
+    says_not_found,
+    stripped,
+    unsupported,
+)
 from agents.knowledge.values import Value, states, values
 
 SECTION = (
@@ -90,6 +95,13 @@ def test_stripped_reply_keeps_only_the_sentences_with_supported_values() -> None
         ("I could not find any information about tax benefits in the sections.", True),
         ("The documentation does not mention a student discount.", True),
         ("There is no information about lienholders.", True),
+        ("The sections provided do not mention a student discount.", True),
+        ("The error code 0x80070005 is not listed in the troubleshooting guide.", True),
+        ("There is no specific information about a card surcharge.", True),
+        ("I'm sorry, but I don't have information on tax refunds.", True),
+        ("The documentation doesn't specify how long it takes.", True),
+        ("Error 0x80070005 is listed in the troubleshooting guide under access denied.", False),
+        ("If the app is not listed in your account, sign in again.", False),
         ("The duplicate charge is refunded in full.", False),
         ("If you cannot find the invoice, check your e-mail.", False),
     ],
@@ -98,3 +110,13 @@ def test_a_reply_admitting_the_documents_do_not_answer_is_recognised(
     reply: str, admits: bool
 ) -> None:
     assert says_not_found(reply) is admits
+
+
+def test_codes_asked_about_that_a_section_states_are_documented() -> None:
+    """An error code or a numbered form the customer asked about, stated by a section,
+    is evidence the documentation covers the question; words shared with it are not, nor
+    a customer's own identifier that no section states."""
+    sections = ["## Error 0x80070005 (access denied)", "Refunds over 500 USD need form FIN-7."]
+    asked = "The app crashes with error 0x80070005 on invoice INV-2291. Do I need form FIN-7?"
+    assert [v.text for v in documented_codes(asked, sections)] == ["0x80070005", "form FIN-7"]
+    assert documented_codes("Why does the app crash when I open settings?", sections) == []
