@@ -23,6 +23,10 @@ STOPWORDS = frozenset(
     your yours yourself hello hi thanks thank know like need wondering question explain
     help ask regarding s t ll ve re d m""".split()
 )
+# The version of `key` and `words`: a knowledge index stores it with each document and
+# indexes every document again at its next sync when it differs. Raise it with any change
+# that keys some word differently (tests/agents/test_words.py pins the keys).
+KEYS_VERSION = 1
 # A word's key keeps this many characters of its stem: a crude stemmer that still
 # matches "consolidate" with "consolidation" and "eligible" with "eligibility".
 KEY_CHARS = 6

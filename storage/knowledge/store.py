@@ -2,13 +2,16 @@
 
 `sync` brings the index in line with a folder's documents in one transaction: a document
 whose content hash is unchanged is not touched, a changed one has its sections replaced,
-a new one is added, and one whose file is gone leaves the index. `search` implements
+a new one is added, and one whose file is gone leaves the index. The stored hash also
+holds the word keys' version (`agents.words.KEYS_VERSION`): after a change of the keys,
+the next sync indexes every document again, as an edit of each would. `search` implements
 `agents.knowledge.KnowledgeSearch`: the backend's best candidates, re-ranked by
 `agents.knowledge.ranking` the same way on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import zlib
 from collections.abc import Sequence
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agents import words
 from agents.knowledge.documents import Document
 from agents.knowledge.ranking import CANDIDATES, CorpusStats, distinctive_terms, rerank
 from agents.knowledge.search import KnowledgeHit
@@ -74,14 +78,14 @@ class KnowledgeStore:
             wanted = {d.doc_id for d in documents}
             gone = sorted(set(stored) - wanted)
             changed = [
-                d for d in documents if d.doc_id in stored and stored[d.doc_id] != d.content_hash
+                d for d in documents if d.doc_id in stored and stored[d.doc_id] != _indexed_hash(d)
             ]
             await _delete(conn, [*gone, *(d.doc_id for d in changed)])
             fresh: list[Document] = []
             for document in documents:
                 if document.doc_id not in stored:
                     report.added.append(document.doc_id)
-                elif stored[document.doc_id] == document.content_hash:
+                elif stored[document.doc_id] == _indexed_hash(document):
                     report.unchanged.append(document.doc_id)
                     continue
                 else:
@@ -148,6 +152,12 @@ class KnowledgeStore:
         return await self._gate.read(tx)
 
 
+def _indexed_hash(document: Document) -> str:
+    """The hash stored for `document`: of its content and of the keys its words are
+    indexed by, so that a change of either indexes it again."""
+    return hashlib.sha256(f"{words.KEYS_VERSION}:{document.content_hash}".encode()).hexdigest()
+
+
 async def _delete(conn: AsyncConnection, doc_ids: Sequence[str]) -> None:
     if not doc_ids:
         return
@@ -181,7 +191,7 @@ async def _insert(conn: AsyncConnection, documents: Sequence[Document], now: flo
                 "title": d.title,
                 "url": d.url,
                 "path": d.path,
-                "content_hash": d.content_hash,
+                "content_hash": _indexed_hash(d),
                 "indexed_at": now,
             }
             for d in documents

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
+from agents import words
 from agents.knowledge.documents import load_folder
 from storage import Database
 
@@ -68,6 +70,24 @@ async def test_knowledge_sync_is_incremental_by_content_hash(db: Database, tmp_p
         sections = (await conn.execute(sa.text("SELECT count(*) FROM knowledge_sections"))).scalar()
         indexed = (await conn.execute(sa.text("SELECT count(*) FROM knowledge_fts"))).scalar()
     assert sections == indexed == 4
+
+
+async def test_a_change_of_the_word_keys_indexes_every_document_again(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index stores each document's hash with the keys' version: a new version
+    (keys changed by an upgrade) re-indexes every document at the next sync."""
+    _sample(tmp_path)
+    await db.knowledge.sync(load_folder(tmp_path))
+    monkeypatch.setattr(words, "KEYS_VERSION", words.KEYS_VERSION + 1)
+    again = await db.knowledge.sync(load_folder(tmp_path))
+    assert again.summary() == "0 added, 3 updated, 0 removed, 0 unchanged"
+    assert (await db.knowledge.sync(load_folder(tmp_path))).summary() == (
+        "0 added, 0 updated, 0 removed, 3 unchanged"
+    )
+    assert [h.id for h in await db.knowledge.search("0x80070005")] == [
+        "tech/errors#error-0x80070005"
+    ]
 
 
 async def test_knowledge_search_ranks_and_cites(db: Database, tmp_path: Path) -> None:
