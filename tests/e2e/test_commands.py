@@ -84,14 +84,14 @@ async def test_commands_summary_public_posts_in_thread(
 async def test_commands_summary_failing_validation_shows_problems_not_text(
     slack: FakeSlackApi, start_bot: StartBot
 ) -> None:
-    bad = {**RECORD, "facts": [{"text": "Invented refund of $999", "sources": ["e99"]}]}
+    bad = {**RECORD, "goal": "Refund for order 4411, pre-approved by the CFO"}
     bot = await _thread_with_history(slack, start_bot, [json.dumps(bad), json.dumps(bad)])
     await bot.send_command("/summary", LINK)
     await bot.idle()
     [reply] = slack.calls_to("response_url")
     shown = reply["text"] + json.dumps(reply["blocks"])
     assert "Summary unavailable" in shown and "no summary passed validation" in shown
-    assert "$999" not in shown and "Invented" not in shown
+    assert "CFO" not in shown and "pre-approved" not in shown
 
 
 async def test_commands_non_member_is_refused_and_learns_nothing(

@@ -66,9 +66,9 @@ async def test_unavailable_notice_killed_after_posting_is_found_not_posted_twice
     slack: FakeSlackApi, openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     await converse(slack, tmp_path, "my card was charged twice for order 4411", ROOT)
-    # A value no event holds, citing an id outside the transcript: no repair can ground
-    # it (an item without values would be re-cited to e1, which says the same).
-    invalid = {**RECORD, "facts": [{"text": "Order B-9999 was charged twice", "sources": ["e99"]}]}
+    # A goal stating a value no event holds: no repair touches the goal (an item stating
+    # it would be dropped before validation).
+    invalid = {**RECORD, "goal": "Refund the double charge on order B-9999"}
     openai.add(text(json.dumps(invalid)), text(json.dumps(invalid)))
     env, log = digest_env(slack, openai, tmp_path / "bot.db"), tmp_path / "digest.log"
     proc = [digest_pass(env, log)]
@@ -88,7 +88,7 @@ async def test_unavailable_notice_killed_after_posting_is_found_not_posted_twice
     try:
         [row] = await db.digests.list_recent()
         assert row.kind == "unavailable" and row.slack_ts == notice["ts"]
-        assert any("e99" in problem for problem in row.problems)
+        assert any("B-9999" in problem for problem in row.problems)
     finally:
         await db.close()
     third = digest_pass(env, log)

@@ -9,11 +9,11 @@ one model gets (the bot decides per model):
   and a quote of its event for any value still missing (`agents.summary.aids.completion`);
 - `ground_citations`: items copied from the instruction's worked example are dropped
   (`agents.summary.aids.example_copies`), items without values whose citations do not
-  support them are re-cited to the events that do, or dropped
-  (`agents.summary.aids.recitation`), open questions a later agent turn answers are
-  moved to facts (`agents.summary.aids.answered_questions`), value-bearing items are
-  pointed at the events that hold their values, and items that only restate a masked
-  secret are dropped (`agents.summary.aids.grounding`);
+  support them are re-cited to the events that do, or dropped, and items stating a value
+  no event holds are dropped (`agents.summary.aids.recitation`), open questions a later
+  agent turn answers are moved to facts (`agents.summary.aids.answered_questions`),
+  value-bearing items are pointed at the events that hold their values, and items that
+  only restate a masked secret are dropped (`agents.summary.aids.grounding`);
 - `repetition_penalty`: damps repeats in models that loop.
 
 The repairs run on the parsed draft, before validation; every change is counted.

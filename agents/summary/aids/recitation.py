@@ -21,6 +21,12 @@ are not in the transcript. An item citing a source that cannot be judged (too sh
 have content words) is left as it is, as the validator leaves it. Items with values are
 grounding's (`agents.summary.aids.grounding`): their support can be located exactly.
 
+An item stating a value that no event of the transcript holds (a small model's "April 4th"
+in a thread of March dates, by the validator's own `mentions` test, dates by value) is
+dropped and counted too: no citation can support it, so it could only fail the window, and a
+failed window is a gap that costs every value in it. Completion then asks for, or quotes,
+whatever value or promise the dropped item displaced; nothing is added in its place here.
+
 Re-citing launders nothing: who said an item is decided afterwards by the claims rule
 over the new citations (a content word only a user's event holds keeps it a user claim).
 An item without values states none, so dropping one loses nothing recall checks; the
@@ -34,7 +40,7 @@ from dataclasses import dataclass
 from agents.events import Event
 from agents.summary.aids.grounding import item_values
 from agents.summary.checks.coverage import event_content, key_terms, terms_unsupported
-from agents.summary.entities import Entity, EntityExtractor
+from agents.summary.entities import Entity, EntityExtractor, mentions
 from agents.summary.record import MAX_SOURCES, SECTIONS, HandoffRecord, Item
 
 
@@ -115,14 +121,19 @@ def recite_unsupported(
     max_sources: int = MAX_SOURCES,
 ) -> Recited:
     """Re-cite (or drop) every item of `record` without values whose citations do not
-    support it, to the events of `events` that do."""
+    support it, to the events of `events` that do; drop every item stating a value that
+    no event of `events` holds."""
     content = {event.id: event_content(event) for event in events}
     updates: dict[str, list[Item]] = {}
     recited = dropped = 0
     for section in SECTIONS:
         items: list[Item] = []
         for item in getattr(record, section):
-            if item_values(item, extractor, entities):
+            values = item_values(item, extractor, entities)
+            if any(not any(mentions(text, v) for text in content.values()) for v in values):
+                dropped += 1
+                continue
+            if values:
                 items.append(item)
                 continue
             repaired = recite_item(

@@ -92,6 +92,33 @@ async def test_an_item_no_event_supports_is_dropped_and_counted_never_reworded()
     assert [f.text for f in result.record.facts] == ["A quiet corner was asked"]
 
 
+async def test_an_item_stating_a_value_no_event_holds_is_dropped_and_the_window_passes() -> None:
+    """A small model's date that no event writes ("April 4th" in a thread of March dates)
+    cannot be supported by any citation: the item is dropped before validation, counted,
+    and the record passes on its first attempt with every value the thread states; the
+    same date written in another form ("March 3rd" for "2019-03-03") is kept."""
+    events = [
+        user("I need a rental car in Las Vegas from the 3rd of March."),  # e1
+        agent("GetCarsAvailable found an Audi A8 from 2019-03-03 for $27.00 a day."),  # e2
+    ]
+    draft = handoff(
+        "Rent a car in Las Vegas",
+        facts=[
+            item("The car is picked up on April 4th", "e1", "e2"),
+            item("An Audi A8 is available from March 3rd for $27.00 a day", "e2"),
+        ],
+    )
+    assert "fact 1 cites e1, e2, which do not mention April 4th" in problems(
+        draft, numbered(events)
+    )
+    result, _ = await summarize(events, json_text(draft))
+    log = result.attempt_log[0]
+    assert result.attempts == 1 and log.passed and log.unsupported_items == 1
+    assert [f.text for f in result.record.facts] == [
+        "An Audi A8 is available from March 3rd for $27.00 a day"
+    ]
+
+
 async def test_an_answered_open_question_is_moved_to_facts_citing_its_answer() -> None:
     draft = handoff(
         GOAL,
