@@ -5,7 +5,9 @@ the same model asked about one event at a time does not. After the draft, every
 checklist line the draft missed (a few values none of its items mention) becomes one
 short request, asked through the same runner path as the draft: the event's own
 rendered line and the values to state, with a length-bounded JSON answer. The answer
-becomes an item citing that event when it carries at least one of the values.
+becomes an item citing that event when it carries at least one of the values and states
+no value or deadline the event does not (a completer adding "the 5th" would fail the
+window).
 
 The model writes every fact; the system chooses only which event each request is about
 and which values it should state. A missed promise is not restated by the model at all:
@@ -31,9 +33,16 @@ from agents.events import Event, Usage
 from agents.models.base import GenerateConfig, Model
 from agents.summary.agent import AnswerAgent
 from agents.summary.aids.checklist import demanded_values, excerpt, group_values
+from agents.summary.aids.grounding import item_values
 from agents.summary.call import Ask
-from agents.summary.checks.coverage import find_promises, promise_covered, sentences
-from agents.summary.entities import Entity, as_entity, mask_text, mentions
+from agents.summary.checks.coverage import (
+    deadlines,
+    event_content,
+    find_promises,
+    promise_covered,
+    sentences,
+)
+from agents.summary.entities import Entity, EntityExtractor, as_entity, mask_text, mentions
 from agents.summary.record import HandoffRecord, Item
 from agents.summary.transcript import RenderedTranscript
 
@@ -154,9 +163,11 @@ async def complete_record(
     entities: list[Entity],
     *,
     config: GenerateConfig | None = None,
+    extractor: EntityExtractor | None = None,
 ) -> Completed:
     """Fill the draft's gaps, one call each; a failed call leaves its gap open (the
     validator then names it as before)."""
+    extractor = extractor or EntityExtractor()
     gaps = find_gaps(record, events, entities, visible=rendered.text)
     if not gaps:
         return Completed(record, 0, Usage())
@@ -181,13 +192,16 @@ async def complete_record(
             )
             continue
         written = _item_text(answer.text)
-        # Kept if it carries any of its values (they are all in the cited event); values
-        # it still leaves out are named by the validator as dropped.
+        # Kept if it carries any of its values (they are all in the cited event) and
+        # states nothing its event does not; what it leaves out is quoted below.
         if written is None or (
             gap.values and not any(mentions(written, as_entity(v)) for v in gap.values)
         ):
             continue
-        added.setdefault(gap.section, []).append(Item(text=written, sources=[gap.event_id]))
+        item = Item(text=written, sources=[gap.event_id])
+        if not _states_only(item, by_id[gap.event_id], extractor, entities):
+            continue
+        added.setdefault(gap.section, []).append(item)
     if added:
         update = {section: [*getattr(record, section), *items] for section, items in added.items()}
         record = record.model_copy(update=update)
@@ -231,6 +245,19 @@ def _quote(event: Event, values: tuple[str, ...], entities: list[Entity]) -> str
     if not said or len(said) > MAX_QUOTE_CHARS or not all(mentions(said, v) for v in held):
         return f"{who} gave {', '.join(values)}."
     return f'{who} said: "{said}"'
+
+
+def _states_only(
+    item: Item, event: Event, extractor: EntityExtractor, entities: list[Entity]
+) -> bool:
+    """Whether `event` states every value and deadline `item` states (the validator's
+    test of a citation): a completer that adds "the 5th" beside its event's values would
+    otherwise fail the whole window."""
+    content = event_content(event)
+    stated = deadlines(content)
+    return all(mentions(content, v) for v in item_values(item, extractor, entities)) and all(
+        phrase in stated for phrase in deadlines(item.text)
+    )
 
 
 def _item_text(raw: str) -> str | None:

@@ -97,7 +97,7 @@ class SmallModelAids:
         if self.complete_coverage:
             config = GenerateConfig(temperature=0.0, repetition_penalty=self.repetition_penalty)
             done = await complete_record(
-                ask, model, record, events, rendered, entities, config=config
+                ask, model, record, events, rendered, entities, config=config, extractor=extractor
             )
             repaired = replace(
                 before,

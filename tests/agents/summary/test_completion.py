@@ -127,6 +127,26 @@ async def test_completion_that_drops_the_value_is_discarded_and_the_value_quoted
     model.assert_complete()
 
 
+async def test_completion_stating_more_than_its_event_is_discarded_and_the_value_quoted(
+    refund_session: Session,
+) -> None:
+    """The completer carries its value but adds a date its event does not write: kept,
+    the item would fail the window (its citation does not mention the date), so the
+    value is quoted from its event instead and the record passes first time."""
+    draft = refund_record()
+    invented = "The user asks on the 5th whether order B-2040 is affected"
+    model = ScriptedModel([json_text(draft), json_text({"text": invented})])
+    result = await SummaryService(model, aids=COMPLETE).summarize(refund_session)
+    assert isinstance(result, Summary) and result.attempts == 1
+    log = result.attempt_log[0]
+    assert (log.completed_items, log.quoted_items) == (0, 1)
+    assert result.record.facts[-1].text == (
+        'The customer said: "Is my other order B-2040 affected too?"'
+    )
+    assert "5th" not in result.record.all_text()
+    model.assert_complete()
+
+
 async def test_a_value_only_a_tool_payload_holds_is_listed_citing_the_payload(
     sessions: InMemorySessionService,
 ) -> None:
