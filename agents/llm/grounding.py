@@ -24,12 +24,10 @@ reaches the customer before the check decides.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.events import Event, Part
 from agents.knowledge.citations import cited_sources
@@ -53,10 +51,15 @@ from agents.knowledge.value_gate import TextSink, ValueGate
 from agents.llm.coverage_check import coverage_request, covered
 from agents.llm.decide_first.options import StepOptions
 from agents.llm.decide_first.prompts import answer_request
+from agents.llm.grounding_sources import (
+    conversation_texts,
+    latest_question,
+    returned_sections,
+    tree_index,
+)
 from agents.models.base import Content, LlmRequest, LlmResponse
 from agents.models.profile import ModelProfile
 from agents.quoting import defuse_fences
-from agents.tools.agent_tool import AgentTool
 from agents.tools.base_tool import BaseTool
 from agents.tools.knowledge_search import DEFAULT_LIMIT, KnowledgeSearchTool
 
@@ -277,7 +280,7 @@ async def ground(
             asked=True,
             prefetched=True,
         )
-    returned = _returned_sections(ctx, tool.name, agent)
+    returned = returned_sections(ctx, tool.name, agent)
     if returned is None:
         # It has not searched (yet): its reply is checked once written, as an agent's
         # without a search tool is.
@@ -288,71 +291,6 @@ async def ground(
         question=question,
         asked=asked,
         tool_called=True,
-    )
-
-
-def tree_index(root: BaseAgent) -> KnowledgeSearch | None:
-    """The knowledge index some agent of the tree under `root` searches (through its own
-    tools or an agent it consults as a tool), None when the tree has none."""
-    for agent in root.walk():
-        for tool in getattr(agent, "tools", ()):
-            if isinstance(tool, KnowledgeSearchTool):
-                return tool.search
-            if isinstance(tool, AgentTool):
-                found = tree_index(tool.agent)
-                if found is not None:
-                    return found
-    return None
-
-
-def latest_question(events: Sequence[Event]) -> str:
-    """The customer's latest message (in an AgentTool's session, the request it got)."""
-    return next((e.text for e in reversed(events) if e.author == "user" and e.text), "")
-
-
-def conversation_texts(events: Sequence[Event]) -> list[str]:
-    """What the conversation states: every message and tool result so far."""
-    texts: list[str] = []
-    for event in events:
-        if event.partial:
-            continue
-        if event.text:
-            texts.append(event.text)
-        if event.actions.compaction is not None:
-            texts.append(event.actions.compaction.summary)
-        texts.extend(json.dumps(r.response, ensure_ascii=False) for r in event.function_responses)
-    return texts
-
-
-def _returned_sections(
-    ctx: InvocationContext, tool_name: str, agent: str
-) -> list[KnowledgeHit] | None:
-    """The sections this agent's `tool_name` calls returned this invocation (None when it
-    made none)."""
-    found: list[KnowledgeHit] | None = None
-    for event in ctx.session.events:
-        if event.invocation_id != ctx.invocation_id or event.author != agent:
-            continue
-        for result in event.function_responses:
-            if result.name != tool_name:
-                continue
-            found = found or []
-            for section in result.response.get("sections") or []:
-                if isinstance(section, dict) and section.get("id") not in {h.id for h in found}:
-                    found.append(_hit(section))
-    return found
-
-
-def _hit(section: dict[str, Any]) -> KnowledgeHit:
-    return KnowledgeHit(
-        id=str(section.get("id", "")),
-        doc_id=str(section.get("id", "")).split("#", 1)[0],
-        collection=str(section.get("collection") or ""),
-        title=str(section.get("title") or ""),
-        heading=str(section.get("heading") or ""),
-        url=section.get("url") or None,
-        text=str(section.get("text") or ""),
-        score=0.0,
     )
 
 
