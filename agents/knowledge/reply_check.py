@@ -32,6 +32,13 @@ NOT_FOUND_TEXT = (
     "I couldn't find that in our documentation, so I won't guess. If you'd like, I can "
     "hand this conversation to a person on the support team who can look into it."
 )
+FROM_DOCUMENTS = (
+    "That reply cannot be sent: the support team's documentation covers this question, "
+    "and the reply is not taken from it. Write the reply again from the documentation "
+    "above, using only what it says."
+)
+"""Why a reply written without the documentation that covers its question is written
+again (an agent with no `knowledge:` of its own, the supervisor answering itself)."""
 # A stripped reply shorter than this says nothing useful: the honest answer is sent.
 MIN_STRIPPED_WORDS = 6
 

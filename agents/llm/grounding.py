@@ -35,6 +35,7 @@ from agents.knowledge.passages import passages, quoted
 from agents.knowledge.relevance import MIN_SHARED_WORDS, question_keys, relevant
 from agents.knowledge.reply_check import (
     CHECK_KEY,
+    FROM_DOCUMENTS,
     NOT_FOUND_TEXT,
     SOURCES_KEY,
     CheckOutcome,
@@ -95,6 +96,10 @@ class Grounding:
     """The sections were retrieved before the step (decide-first), not by the model."""
     tool_called: bool = False
     """The model called the search tool this invocation (a model with native tools)."""
+    unseen: bool = False
+    """`hits` are relevant sections for the question that the agent did not see (it has
+    no `knowledge:` of its own): a reply the value check cannot verify is written again
+    from them."""
 
     @property
     def active(self) -> bool:
@@ -171,6 +176,11 @@ class Grounding:
         checked = self
         if self.index is not None:
             found = await self._with_index(response, events)
+            if found is None and self.unseen:
+                # The documentation covers the question; the agent answered without it.
+                return await self._check(
+                    agent, response, events, request, instruction, rewrite, FROM_DOCUMENTS
+                )
             if found is None:
                 return response, {}
             checked = found
@@ -193,12 +203,16 @@ class Grounding:
         request: LlmRequest,
         instruction: str,
         rewrite: Rewrite,
+        because: str = "",
     ) -> tuple[LlmResponse, dict[str, Any]]:
-        """The reply's check against the sections and the conversation (see module)."""
+        """The reply's check against the sections and the conversation (see module);
+        `because` names why the reply is written again whatever it states."""
         sections = [*(h.text for h in self.hits), *(f"{h.title} {h.heading}" for h in self.hits)]
         evidence = [*sections, *conversation_texts(events)]
         draft = response.text
-        if says_not_found(draft):
+        if because:
+            problems = because
+        elif says_not_found(draft):
             # Honest, unless the sections state the very code the customer asked about.
             overlooked = documented_codes(self.question, sections)
             if not overlooked:
@@ -216,7 +230,8 @@ class Grounding:
         response = _with_usage(response, again)
         second = again.text.strip() if not again.function_calls else ""
         # A reply saying the documentation does not answer is never sent over a quote of it.
-        answers = [t for t in (second, draft) if t and not says_not_found(t)]
+        tried = (second,) if because else (second, draft)
+        answers = [t for t in tried if t and not says_not_found(t)]
         if second in answers and not unsupported(second, evidence):
             return self._settled(agent, response, second, "rewritten")
         for text in answers:
@@ -234,6 +249,8 @@ class Grounding:
             return None
         asked = [e.text for e in events if e.author == "user" and e.text and not e.partial]
         query = " ".join(asked[-3:])
+        if query == self.question:
+            return self  # searched for before the step
         collections = self.tool.collections if self.tool is not None else None
         hits = await self.index.search(query, collections=collections, limit=DEFAULT_LIMIT)
         return replace(self, hits=tuple(relevant(hits, query)), question=query)
@@ -264,9 +281,13 @@ async def ground(
     written."""
     prefetch = profile.decide_first
     tool = next((t for t in tools if isinstance(t, KnowledgeSearchTool)), None)
-    if tool is None:
-        return Grounding(index=tree_index(ctx.agent.root_agent))
     question = latest_question(ctx.session.events)
+    if tool is None:
+        index = tree_index(ctx.agent.root_agent)
+        if index is None or len(question_keys(question)) < MIN_SHARED_WORDS:
+            return Grounding(index=index)
+        found = relevant(await index.search(question, limit=DEFAULT_LIMIT), question)
+        return Grounding(index=index, hits=tuple(found), question=question, unseen=bool(found))
     asked = len(question_keys(question)) >= MIN_SHARED_WORDS
     if prefetch:
         if not asked:

@@ -368,9 +368,11 @@ async def test_supervisor_reply_stating_the_documents_values_cites_them(db: Data
     model.assert_complete()
 
 
-async def test_supervisor_reply_without_new_values_is_not_searched_or_checked(
+async def test_supervisor_reply_without_new_values_to_an_uncovered_question_is_unchecked(
     db: Database,
 ) -> None:
+    """A greeting is not searched; a message the documentation has nothing relevant on is
+    searched once, and a reply stating no value beyond the conversation goes out as it is."""
     search = CountingSearch(db.knowledge)
     said = "Thanks! I have noted order 55120 and will keep you posted."
     model = ScriptedModel(
@@ -389,7 +391,7 @@ async def test_supervisor_reply_without_new_values_is_not_searched_or_checked(
         ("support_supervisor", "Hello! How can I help you today?")
     ]
     assert await conversation.send("It is about my order 55120.") == [("support_supervisor", said)]
-    assert search.searched == []
+    assert search.searched == [()]
     assert CHECK_KEY not in (await _supervisor_reply(conversation)).custom_metadata
     model.assert_complete()
 
@@ -421,4 +423,71 @@ async def test_supervisor_reply_streams_only_its_sentences_before_a_value(db: Da
     [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
     assert final.text == honest
     assert final.custom_metadata[CHECK_KEY] == "rewritten"
+    model.assert_complete()
+
+
+FORGOT = "I forgot my password. How do I reset my password?"
+OWN_WORDS = "No problem! You can reset it from your profile page at any time."
+FROM_FAQ = 'Choose "Forgot password" on the sign-in page. The reset link is valid for 1 hour.'
+
+
+async def test_supervisor_answering_a_covered_question_itself_answers_from_the_documents(
+    db: Database,
+) -> None:
+    """The supervisor has no `knowledge:`, and keeps a question the account FAQ answers:
+    its reply, which states no value to check, is written again from the FAQ's section
+    (found before the step, not shown to the routing decision), cited, and counted."""
+    before = REGISTRY.get(
+        "support_bot_knowledge_checks_total", agent="support_supervisor", outcome="rewritten"
+    )
+    model = _supervisor(OWN_WORDS, FROM_FAQ)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert await conversation.send(FORGOT) == [("support_supervisor", FROM_FAQ)]
+    assert "Documentation" not in model.requests[0].system_instruction
+    again = model.requests[-1]
+    assert again.tools == [] and again.contents[-2].text == OWN_WORDS
+    assert "documentation covers this question" in again.contents[-1].text
+    assert "Account and sign-up FAQ (sample) › How do I reset my password?" in (
+        again.system_instruction
+    )
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    assert "accounts/account-faq#how-do-i-reset-my-password" in {
+        s["id"] for s in reply.custom_metadata[SOURCES_KEY]
+    }
+    after = REGISTRY.get(
+        "support_bot_knowledge_checks_total", agent="support_supervisor", outcome="rewritten"
+    )
+    assert after == before + 1
+    model.assert_complete()
+
+    # Written again, it says the documents do not answer: the honest answer, uncited.
+    model = _supervisor(OWN_WORDS, "I could not find that in the documentation.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert await conversation.send(FORGOT) == [("support_supervisor", NOT_FOUND_TEXT)]
+    model.assert_complete()
+
+
+async def test_supervisor_reply_to_a_covered_question_never_streams_its_own_words(
+    db: Database,
+) -> None:
+    """On a model that streams, a reply that will be written again from the documents
+    shows nothing until the checked reply is complete."""
+    model = ScriptedModel([OWN_WORDS, FROM_FAQ], chunk_chars=7)
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="support", user_id="u1")
+    runner = Runner(
+        agent=build_support_tree(model=model, knowledge=db.knowledge),
+        app_name="support",
+        session_service=service,
+    )
+    events = [
+        e
+        async for e in runner.run_async(
+            user_id="u1", session_id=session.id, message=FORGOT, streaming=True
+        )
+    ]
+    assert [e.text for e in events if e.partial] == []
+    [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
+    assert final.text == FROM_FAQ and final.custom_metadata[CHECK_KEY] == "rewritten"
     model.assert_complete()
