@@ -39,6 +39,8 @@ FROM_DOCUMENTS = (
 )
 """Why a reply written without the documentation that covers its question is written
 again (an agent with no `knowledge:` of its own, the supervisor answering itself)."""
+# A question back may come with this many words around it ("I'm sorry to hear that.").
+ASIDE_WORDS = 6
 # A stripped reply shorter than this says nothing useful: the honest answer is sent.
 MIN_STRIPPED_WORDS = 6
 
@@ -72,6 +74,16 @@ def says_not_found(reply: str) -> bool:
     """Whether `reply` says the documentation does not answer the question (as it is told
     to): it is then sent as the honest answer, with its offer of a person."""
     return _NOT_FOUND.search(reply) is not None
+
+
+def asks_only(reply: str) -> bool:
+    """Whether `reply` only asks the customer something ("Sure. What is the new delivery
+    address?"): a question back states nothing a document could support, so it goes out
+    as it is. At most `ASIDE_WORDS` words outside its questions."""
+    pieces = [p.strip() for p in _SENTENCE.findall(_PROTECTED_DOT.sub("\0", reply))]
+    asked = [p for p in pieces if p.endswith("?")]
+    said = sum(len(p.split()) for p in pieces if p and not p.endswith("?"))
+    return bool(asked) and said <= ASIDE_WORDS
 
 
 def unsupported(reply: str, evidence: Sequence[str]) -> list[Value]:

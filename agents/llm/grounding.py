@@ -39,6 +39,7 @@ from agents.knowledge.reply_check import (
     NOT_FOUND_TEXT,
     SOURCES_KEY,
     CheckOutcome,
+    asks_only,
     count,
     documented_codes,
     overlooked_text,
@@ -176,7 +177,7 @@ class Grounding:
         checked = self
         if self.index is not None:
             found = await self._with_index(response, events)
-            if found is None and self.unseen:
+            if found is None and self.unseen and not asks_only(response.text):
                 # The documentation covers the question; the agent answered without it.
                 return await self._check(
                     agent, response, events, request, instruction, rewrite, FROM_DOCUMENTS

@@ -491,3 +491,18 @@ async def test_supervisor_reply_to_a_covered_question_never_streams_its_own_word
     [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
     assert final.text == FROM_FAQ and final.custom_metadata[CHECK_KEY] == "rewritten"
     model.assert_complete()
+
+
+async def test_supervisor_asking_back_on_a_covered_question_is_sent_as_it_is(
+    db: Database,
+) -> None:
+    """The account FAQ's e-mail section shares the words of a question about a delivery
+    address; the supervisor only asks for the new address, which states nothing to
+    check: it goes out as it is, with no second call."""
+    asked = "Sure, I can help with that. What is the new delivery address?"
+    model = _supervisor(asked)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    turn = await conversation.send("How do I change the delivery address of my order?")
+    assert turn == [("support_supervisor", asked)]
+    assert CHECK_KEY not in (await _supervisor_reply(conversation)).custom_metadata
+    model.assert_complete()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.knowledge.reply_check import (
+    asks_only,
     documented_codes,
     says_not_found,
     stripped,
@@ -120,3 +121,16 @@ def test_codes_asked_about_that_a_section_states_are_documented() -> None:
     asked = "The app crashes with error 0x80070005 on invoice INV-2291. Do I need form FIN-7?"
     assert [v.text for v in documented_codes(asked, sections)] == ["0x80070005", "form FIN-7"]
     assert documented_codes("Why does the app crash when I open settings?", sections) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "only_asks"),
+    [
+        ("Sure, I can help with that. What is the new delivery address?", True),
+        ("I'm sorry to hear that! Could you tell me your order number?", True),
+        ("Yes, you can drive with a foreign licence. Do you need anything else?", False),
+        ("You can reset it from your profile page.", False),
+    ],
+)
+def test_a_reply_that_only_asks_back_is_recognised(reply: str, only_asks: bool) -> None:
+    assert asks_only(reply) is only_asks
