@@ -172,7 +172,7 @@ class LlmAgent(BaseAgent):
             # Knowledge and the reply's check: agents.llm.grounding. Sections retrieved
             # before a step serve this run's later steps too: the question is the same.
             grounding = prefetched or await ground(self.tools, ctx, model.profile, self.name)
-            prefetched = grounding if grounding.prefetched else None
+            prefetched = grounding if grounding.reusable else None
             last: Event | None = None
             transfer_to: str | None = None
             async for event in self._step(ctx, model, grounding):

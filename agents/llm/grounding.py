@@ -50,6 +50,7 @@ from agents.knowledge.reply_check import (
 )
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.knowledge.value_gate import TextSink, ValueGate
+from agents.knowledge.values import values
 from agents.llm.coverage_check import coverage_request, covered
 from agents.llm.decide_first.options import StepOptions
 from agents.llm.decide_first.prompts import answer_request
@@ -107,6 +108,12 @@ class Grounding:
         """Whether the step's reply is checked: it has sections, or the question went
         unanswered by the documents (searched for, nothing relevant)."""
         return bool(self.hits) or (self.asked and self.searched)
+
+    @property
+    def reusable(self) -> bool:
+        """Whether the run's later steps answer from this grounding too: its sections
+        were retrieved before the step for the customer's question, not by the model."""
+        return self.prefetched or (self.tool is None and bool(self.question))
 
     @property
     def searched(self) -> bool:
@@ -177,7 +184,7 @@ class Grounding:
         checked = self
         if self.index is not None:
             found = await self._with_index(response, events)
-            if found is None and self.unseen and not asks_only(response.text):
+            if found is None and self.unseen and not _anchored(response.text):
                 # The documentation covers the question; the agent answered without it.
                 return await self._check(
                     agent, response, events, request, instruction, rewrite, FROM_DOCUMENTS
@@ -314,6 +321,13 @@ async def ground(
         asked=asked,
         tool_called=True,
     )
+
+
+def _anchored(reply: str) -> bool:
+    """Whether a reply written without the documentation may go out as it is: it only
+    asks the customer something, or every value it states is in the conversation (a
+    consulted tool's answer, the customer's own)."""
+    return asks_only(reply) or bool(values(reply))
 
 
 def _with_usage(response: LlmResponse, other: LlmResponse) -> LlmResponse:

@@ -506,3 +506,30 @@ async def test_supervisor_asking_back_on_a_covered_question_is_sent_as_it_is(
     assert turn == [("support_supervisor", asked)]
     assert CHECK_KEY not in (await _supervisor_reply(conversation)).custom_metadata
     model.assert_complete()
+
+
+async def test_supervisor_searches_once_per_turn_across_its_steps(db: Database) -> None:
+    """The supervisor keeps the duplicate charge, promises a refund, has policy_checker
+    consulted and steps again: the index was searched for its question once, and the
+    final reply is checked against those sections."""
+    search = CountingSearch(db.knowledge)
+    model = ScriptedModel(
+        [
+            json_text("support_supervisor"),  # the supervisor answers itself
+            "Yes, I've refunded the duplicate charge.",  # a promise, unchecked
+            json_text("yes"),  # the consult check: a refund promised before the policy
+            json_text({"request": "Refund a duplicate charge on INV-2291?"}),
+            "ALLOWED once the bank confirms the duplicate charge.",  # policy_checker
+            json_text("yes"),  # policy_checker's coverage check
+            json_text("support_supervisor"),  # the supervisor answers itself again
+            GROUNDED,
+        ],
+        decide_first=True,
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=search), model)
+    turn = await conversation.send(DUPLICATE_CHARGE)
+    # Its values are in the policy's answer (which quotes the policy): sent as it is.
+    assert turn[-1] == ("support_supervisor", GROUNDED)
+    assert search.searched.count(()) == 1, search.searched
+    assert search.searched.count(("policies",)) == 1, search.searched
+    model.assert_complete()
