@@ -396,12 +396,8 @@ async def test_supervisor_reply_without_new_values_to_an_uncovered_question_is_u
     model.assert_complete()
 
 
-async def test_supervisor_reply_streams_only_its_sentences_before_a_value(db: Database) -> None:
-    """On a model that streams (not decide-first), the supervisor's reply streams until
-    the sentence holding a value; the checked reply is its complete event."""
-    invented = "Sorry about the wait. Your parcel arrives within 3 business days. Thanks!"
-    honest = "Sorry about the wait. A person from the team can trace your parcel."
-    model = ScriptedModel([invented, honest], chunk_chars=7)
+async def _streamed(model: ScriptedModel, db: Database, message: str) -> list[Event]:
+    """Every event of one streamed turn of the shipped tree over the sample index."""
     service = InMemorySessionService()
     session = await service.create_session(app_name="support", user_id="u1")
     runner = Runner(
@@ -409,15 +405,21 @@ async def test_supervisor_reply_streams_only_its_sentences_before_a_value(db: Da
         app_name="support",
         session_service=service,
     )
-    events = [
+    return [
         e
         async for e in runner.run_async(
-            user_id="u1",
-            session_id=session.id,
-            message="My parcel was supposed to come yesterday, where is it?",
-            streaming=True,
+            user_id="u1", session_id=session.id, message=message, streaming=True
         )
     ]
+
+
+async def test_supervisor_reply_streams_only_its_sentences_before_a_value(db: Database) -> None:
+    """On a model that streams (not decide-first), the supervisor's reply streams until
+    the sentence holding a value; the checked reply is its complete event."""
+    invented = "Sorry about the wait. Your parcel arrives within 3 business days. Thanks!"
+    honest = "Sorry about the wait. A person from the team can trace your parcel."
+    model = ScriptedModel([invented, honest], chunk_chars=7)
+    events = await _streamed(model, db, "My parcel was supposed to come yesterday, where is it?")
     streamed = "".join(e.text for e in events if e.partial)
     assert streamed == "Sorry about the wait."
     [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
@@ -474,19 +476,7 @@ async def test_supervisor_reply_to_a_covered_question_never_streams_its_own_word
     """On a model that streams, a reply that will be written again from the documents
     shows nothing until the checked reply is complete."""
     model = ScriptedModel([OWN_WORDS, FROM_FAQ], chunk_chars=7)
-    service = InMemorySessionService()
-    session = await service.create_session(app_name="support", user_id="u1")
-    runner = Runner(
-        agent=build_support_tree(model=model, knowledge=db.knowledge),
-        app_name="support",
-        session_service=service,
-    )
-    events = [
-        e
-        async for e in runner.run_async(
-            user_id="u1", session_id=session.id, message=FORGOT, streaming=True
-        )
-    ]
+    events = await _streamed(model, db, FORGOT)
     assert [e.text for e in events if e.partial] == []
     [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
     assert final.text == FROM_FAQ and final.custom_metadata[CHECK_KEY] == "rewritten"
