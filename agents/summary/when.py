@@ -6,7 +6,9 @@ time (a month or weekday name, an am/pm marker, a number with an ordinal suffix,
 digits joined by "/", ":" or "-") is tried with up to `PHRASE_WORDS` words around it,
 longest first, and the first phrase dateutil reads strictly (no fuzzy skipping) is the
 value. Which fields the phrase gave is found by reading it against two different default
-dates: a field that follows the default was not written.
+dates: a field that follows the default was not written. A phrase is read month first and
+day first where the two differ ("07/05"), except an ISO date ("2019-03-05"), which is always
+year, month, day.
 
 Comparison (`same_moment`): two days are the same when month and day agree and the year
 agrees where both give one; a day of the month written alone ("the 5th") is the same as any
@@ -133,11 +135,21 @@ def read(phrase: str) -> list[Moment]:
     """Every reading of `phrase` as one date or time (month first and day first, when
     they differ); empty when dateutil cannot read it whole."""
     readings = []
-    for dayfirst in (False, True):
+    # An ISO date ("2019-03-05") is year, month, day: never read day first (as 3 May).
+    orders = (False,) if any(_iso_date(word) for word in phrase.split()) else (False, True)
+    for dayfirst in orders:
         moment = _parsed(phrase, dayfirst=dayfirst)
         if moment is not None and moment not in readings:
             readings.append(moment)
     return readings
+
+
+def _iso_date(word: str) -> bool:
+    try:
+        date.fromisoformat(word.strip(_EDGES))
+    except ValueError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=4096)

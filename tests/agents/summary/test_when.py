@@ -46,6 +46,8 @@ def test_a_date_or_time_matches_the_same_value_written_otherwise(value: str, tex
         ("March 13th", "See you on the 13th."),  # the month is not written
         ("4 PM", "See you on the 4th."),
         ("5th", "It takes 5 days."),  # a bare number is no day
+        ("Friday", "a sedan on 2019-03-05"),  # an ISO date is never day first (3 May 2019)
+        ("May 3rd", 'GetCars {"start_date": "2019-03-05"}'),
     ],
 )
 def test_a_different_or_unfixed_date_or_time_does_not_match(value: str, text: str) -> None:
