@@ -9,7 +9,8 @@
   window covers yet (the tail since the last window), then merges every window record
   into one record (`agents.summary.merge`) and validates it once more over the events
   the passing windows cover, demanding only values some window's model was shown (a
-  window's own check skips values its transcript cut, so the merged check does too).
+  window's own check skips values its transcript cut, so the merged check does too); a
+  window whose record the merged check still fails becomes a gap (`agents.summary.merged`).
 
 Each window is summarised by the ordinary `SummaryService` over that window's events
 only, seeing the previous window's goal as quoted context, and checked by the same
@@ -46,22 +47,20 @@ import logging
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import replace
 
 from agents.events import Event, Usage
 from agents.quoting import defuse_fences, quoted
 from agents.sessions.service import SessionService
 from agents.sessions.session import Session
-from agents.summary.checks.validator import ValidationResult, Validator
+from agents.summary.checks.validator import Validator
 from agents.summary.demands import crowded, holds_values
 from agents.summary.entities import Entity
-from agents.summary.merge import merge_records, without_items
+from agents.summary.merged import merge_windows
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_json
 from agents.summary.results import NoSummary, Summary, SummaryResult, WindowGap
 from agents.summary.service import SummaryService
-from agents.summary.transcript import joined
 from agents.summary.window_problems import first_attempt_problems, gap_problem
 from agents.summary.windows import (
     StoredWindow,
@@ -303,11 +302,27 @@ class IncrementalSummarizer:
             Usage(),
         )
         attempts = sum(w.attempts for w in windows)
+        secrets = self.secrets(session)
+        outcome = merge_windows(
+            windows,
+            lambda w: window_events(session.events, w.span),
+            summarised_events(session.events),
+            validator=self.validator,
+            extractor=self.service.extractor,
+            rendering=lambda events: self.service.rendering(events, secrets=secrets),
+        )
+        windows = outcome.windows
         gaps = [w for w in windows if w.record is None]
-        passed = [w for w in windows if w.record is not None]
         metadata: dict[str, object] = {"windows": len(windows), "gaps": len(gaps)}
-        if not passed:
-            problems = [gap_problem(w) for w in gaps] or [
+        if outcome.record is None:
+            if outcome.problems:
+                # The windows passed, their merge did not: a merge bug or a cross-window
+                # value, and the record is not shown unchecked.
+                logger.warning(
+                    "merged record of session %s failed: %s", session.id, outcome.problems
+                )
+            problems = outcome.problems or [gap_problem(w) for w in gaps]
+            problems = problems or [
                 Problem(
                     ProblemKind.NO_SESSION, (session.id,), f"session {session.id} has no events"
                 )
@@ -319,55 +334,16 @@ class IncrementalSummarizer:
                 usage=usage,
                 problems_first_attempt=problems,
                 latency_s=latency,
-                reason="validation_failed" if gaps else "no_session",
+                reason=(
+                    "merge_failed"
+                    if outcome.problems
+                    else "validation_failed"
+                    if gaps
+                    else "no_session"
+                ),
                 metadata=metadata,
             )
-        per_window = [window_events(session.events, w.span) for w in passed]
-        covered = [e for events in per_window for e in events]
-        # The goal cites nothing: the whole thread supports it, gaps included.
-        seen = {e.id for e in covered}
-        rest = [e for e in summarised_events(session.events) if e.id not in seen]
-        records = [HandoffRecord.model_validate(w.record) for w in passed]
-        # What each window's model was shown, together: a value cut from a window's
-        # transcript (a long payload's tail) was demanded of no window, so the merged
-        # record is not failed for it either.
-        secrets = self.secrets(session)
-        shown = joined([self.service.rendering(events, secrets=secrets) for events in per_window])
-
-        def merged_problems(record: HandoffRecord) -> list[Problem]:
-            return self.validator.check(
-                ValidationResult(record=record), covered, rendered=shown, goal_support=rest
-            ).problems
-
-        merged = merge_records(
-            records, covered, extractor=self.service.extractor, check=merged_problems
-        )
-        checked = self.validator.check(
-            ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
-        )
-        named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
-        if named and all(p.where and p.where[0] in named for p in checked.problems):
-            # Only items are wrong, each over the whole thread (a value one window did
-            # not know was sensitive, say): drop them, never add text, and check again.
-            merged = without_items(merged, named)
-            checked = self.validator.check(
-                ValidationResult(record=merged), covered, rendered=shown, goal_support=rest
-            )
-        if not checked.passed:
-            # Deterministic code merged validated records; a failure here is a merge bug
-            # or a cross-window value, and the record is not shown unchecked.
-            logger.warning("merged record of session %s failed: %s", session.id, checked.problems)
-            problems = [replace(p, message=f"merged record: {p.message}") for p in checked.problems]
-            return NoSummary(
-                session_id=session.id,
-                problems=problems,
-                attempts=attempts,
-                usage=usage,
-                problems_first_attempt=problems,
-                latency_s=latency,
-                reason="merge_failed",
-                metadata=metadata,
-            )
+        merged = outcome.record
         return Summary(
             session_id=session.id,
             record=merged,

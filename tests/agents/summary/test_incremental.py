@@ -554,3 +554,35 @@ async def test_a_date_changed_in_a_later_window_is_kept_only_as_changed() -> Non
         "Stated earlier, then changed: Check-in at the Hilton on March 8th",
     ]
     model.assert_complete()
+
+
+async def test_a_window_the_merged_check_fails_becomes_a_gap_and_the_rest_is_kept() -> None:
+    # Window 1 passes: nothing marks 4417 as a secret yet. Once the PIN is given, the
+    # merged check fails window 1's item, and dropping it would drop A-1001: window 1
+    # becomes a gap and the later windows keep their record.
+    summarizer, session, model, _ = await live(
+        [
+            ("Refund order A-1001, my reference is 4417.", "Looking at A-1001."),
+            ("My PIN is 4417.", "Thanks, you are verified."),
+            ("When will it arrive?", "The replacement ships on May 5."),
+        ],
+        [
+            answer(
+                "Get a refund for order A-1001",
+                facts=[item("The user asks to refund order A-1001, reference 4417", "e1")],
+            ),
+            answer("Get a refund", facts=[item("The agent verified the user", "e4")]),
+            answer(
+                "Get a refund",
+                facts=[item("The replacement ships on May 5", "e6")],
+            ),
+        ],
+    )
+    result = await summarizer.summarize(session)
+    assert isinstance(result, Summary), result
+    assert "4417" not in result.record.all_text()
+    assert "May 5" in result.record.all_text()
+    assert [(g.start_id, g.end_id) for g in result.gaps] == [("e1", "e2")]
+    assert result.gaps[0].problems[0].startswith("merged record: ")
+    assert result.metadata["gaps"] == 1
+    model.assert_complete()
