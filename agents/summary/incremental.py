@@ -55,7 +55,7 @@ from agents.sessions.session import Session
 from agents.summary.checks.validator import Validator
 from agents.summary.demands import crowded, holds_values
 from agents.summary.entities import Entity
-from agents.summary.merged import merge_windows
+from agents.summary.merged import WindowMerge
 from agents.summary.problems import Problem, ProblemKind
 from agents.summary.record import HandoffRecord
 from agents.summary.render import to_json
@@ -303,14 +303,13 @@ class IncrementalSummarizer:
         )
         attempts = sum(w.attempts for w in windows)
         secrets = self.secrets(session)
-        outcome = merge_windows(
-            windows,
-            lambda w: window_events(session.events, w.span),
-            summarised_events(session.events),
+        outcome = WindowMerge(
+            events_of=lambda w: window_events(session.events, w.span),
+            thread=summarised_events(session.events),
             validator=self.validator,
             extractor=self.service.extractor,
             rendering=lambda events: self.service.rendering(events, secrets=secrets),
-        )
+        )(windows)
         windows = outcome.windows
         gaps = [w for w in windows if w.record is None]
         metadata: dict[str, object] = {"windows": len(windows), "gaps": len(gaps)}

@@ -39,74 +39,68 @@ class MergeOutcome:
     problems: list[Problem] = field(default_factory=list)
 
 
-def merge_windows(
-    windows: Sequence[StoredWindow],
-    events_of: Callable[[StoredWindow], list[Event]],
-    thread: Sequence[Event],
-    *,
-    validator: Validator,
-    extractor: EntityExtractor,
-    rendering: Callable[[list[Event]], RenderedTranscript],
-) -> MergeOutcome:
-    """Merge the records of `windows` (in event order; gaps are kept as they are),
-    checking the result over the events of the windows kept; `thread` is every summarised
-    event (the goal may rest on any of them); `rendering` is what a window's model was
-    shown of its events."""
-    current = list(windows)
-    problems: list[Problem] = []
-    while any(w.record is not None for w in current):
-        passed = [w for w in current if w.record is not None]
-        record, checked = _merge_once(
-            passed, events_of, thread, validator=validator, extractor=extractor, rendering=rendering
+@dataclass(frozen=True)
+class WindowMerge:
+    """How a thread's windows are merged and checked: `events_of` gives a window's
+    events, `thread` every summarised event (the goal may rest on any of them),
+    `rendering` what a window's model was shown of its events."""
+
+    events_of: Callable[[StoredWindow], list[Event]]
+    thread: Sequence[Event]
+    validator: Validator
+    extractor: EntityExtractor
+    rendering: Callable[[list[Event]], RenderedTranscript]
+
+    def __call__(self, windows: Sequence[StoredWindow]) -> MergeOutcome:
+        """Merge the records of `windows` (in event order; gaps are kept as they are),
+        checking the result over the events of the windows kept."""
+        current = list(windows)
+        problems: list[Problem] = []
+        while any(w.record is not None for w in current):
+            passed = [w for w in current if w.record is not None]
+            record, checked = self._once(passed)
+            if checked.passed:
+                return MergeOutcome(record, current)
+            problems = [replace(p, message=MERGED + p.message) for p in checked.problems]
+            named = _named_events(record, checked.problems)
+            culprits = {id(w) for w in passed if any(e.id in named for e in self.events_of(w))}
+            if not culprits:
+                break
+            current = [
+                _demoted(w, self.events_of(w), record, problems) if id(w) in culprits else w
+                for w in current
+            ]
+        return MergeOutcome(None, current, problems)
+
+    def _once(self, passed: list[StoredWindow]) -> tuple[HandoffRecord, ValidationResult]:
+        per_window = [self.events_of(w) for w in passed]
+        covered = [e for events in per_window for e in events]
+        # The goal cites nothing: the whole thread supports it, gaps included.
+        seen = {e.id for e in covered}
+        rest = [e for e in self.thread if e.id not in seen]
+        records = [HandoffRecord.model_validate(w.record) for w in passed]
+        # What each window's model was shown, together: a value cut from a window's
+        # transcript (a long payload's tail) was demanded of no window, so the merged
+        # record is not failed for it either.
+        shown = joined([self.rendering(events) for events in per_window])
+
+        def check(record: HandoffRecord) -> ValidationResult:
+            return self.validator.check(
+                ValidationResult(record=record), covered, rendered=shown, goal_support=rest
+            )
+
+        merged = merge_records(
+            records, covered, extractor=self.extractor, check=lambda r: check(r).problems
         )
-        if checked.passed:
-            return MergeOutcome(record, current)
-        problems = [replace(p, message=MERGED + p.message) for p in checked.problems]
-        named = _named_events(record, checked.problems)
-        culprits = {id(w) for w in passed if any(e.id in named for e in events_of(w))}
-        if not culprits:
-            break
-        current = [
-            _demoted(w, events_of(w), record, problems) if id(w) in culprits else w for w in current
-        ]
-    return MergeOutcome(None, current, problems)
-
-
-def _merge_once(
-    passed: list[StoredWindow],
-    events_of: Callable[[StoredWindow], list[Event]],
-    thread: Sequence[Event],
-    *,
-    validator: Validator,
-    extractor: EntityExtractor,
-    rendering: Callable[[list[Event]], RenderedTranscript],
-) -> tuple[HandoffRecord, ValidationResult]:
-    per_window = [events_of(w) for w in passed]
-    covered = [e for events in per_window for e in events]
-    # The goal cites nothing: the whole thread supports it, gaps included.
-    seen = {e.id for e in covered}
-    rest = [e for e in thread if e.id not in seen]
-    records = [HandoffRecord.model_validate(w.record) for w in passed]
-    # What each window's model was shown, together: a value cut from a window's
-    # transcript (a long payload's tail) was demanded of no window, so the merged record
-    # is not failed for it either.
-    shown = joined([rendering(events) for events in per_window])
-
-    def check(record: HandoffRecord) -> ValidationResult:
-        return validator.check(
-            ValidationResult(record=record), covered, rendered=shown, goal_support=rest
-        )
-
-    merged = merge_records(records, covered, extractor=extractor, check=lambda r: check(r).problems)
-    checked = check(merged)
-    named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
-    if named and all(p.where and p.where[0] in named for p in checked.problems):
-        # Only items are wrong, each over the whole thread: drop them, never add text.
-        dropped = without_items(merged, named)
-        again = check(dropped)
-        if again.passed:
-            return dropped, again
-    return merged, checked
+        checked = check(merged)
+        named = {p.where[0] for p in checked.problems if p.where and "." in p.where[0]}
+        if named and all(p.where and p.where[0] in named for p in checked.problems):
+            # Only items are wrong, each over the whole thread: drop them, never add text.
+            dropped = without_items(merged, named)
+            again = check(dropped)
+            if again.passed:
+                return dropped, again
+        return merged, checked
 
 
 def _named_events(record: HandoffRecord, problems: Sequence[Problem]) -> set[str]:
