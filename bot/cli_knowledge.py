@@ -55,10 +55,18 @@ def knowledge_commands(
     @click.option("--docs", type=click.Path(exists=True, path_type=Path), required=True)
     @click.option("--data", type=click.Path(exists=True, path_type=Path), required=True)
     @half_option
-    def run_knowledge_eval(docs: Path, data: Path, half: str | None) -> int:
+    @click.option(
+        "--database-url",
+        help="a scratch database to index into (its knowledge index is replaced);"
+        " default: a temporary SQLite file, never DATABASE_URL",
+    )
+    def run_knowledge_eval(
+        docs: Path, data: Path, half: str | None, database_url: str | None
+    ) -> int:
         from bot.ops import knowledge
 
         loaded = settings()
-        return run(knowledge.evaluate(loaded, sys.stdout, docs, data, half=half), loaded)
+        found = knowledge.evaluate(sys.stdout, docs, data, half=half, database_url=database_url)
+        return run(found, loaded)
 
     return knowledge_group

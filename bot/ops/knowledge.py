@@ -8,6 +8,7 @@ only parses arguments.
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -94,17 +95,31 @@ async def search(
 
 
 async def evaluate(
-    settings: Settings, out: TextIO, docs: Path, data: Path, *, half: str | None = None
+    out: TextIO,
+    docs: Path,
+    data: Path,
+    *,
+    half: str | None = None,
+    database_url: str | None = None,
 ) -> int:
     """`knowledge eval`: index `docs`, then print retrieval hit@1/@5 of the questions in
     `data` per half of the seeded split and overall (`bot.evals.retrieval`); with `half`
-    ("look" or "measure"), of that half only."""
+    ("look" or "measure"), of that half only.
+
+    The folder is indexed into a database of its own, never the bot's: a sync makes the
+    index hold that folder alone, so evaluating on the bot's database would replace the
+    team's documents with the evaluation's. A temporary SQLite file by default;
+    `database_url` names a scratch database (PostgreSQL, say) whose index it replaces."""
+    if database_url is None:
+        with tempfile.TemporaryDirectory(prefix="knowledge-eval") as tmp:
+            scratch = f"sqlite+aiosqlite:///{Path(tmp) / 'knowledge.db'}"
+            return await evaluate(out, docs, data, half=half, database_url=scratch)
     from bot.evals.retrieval import HALVES, load_cases, report_lines
     from bot.evals.retrieval import evaluate as run
     from storage.database import Database
 
     cases = [c for c in load_cases(data) if half is None or c.half == half]
-    db = await Database.open(settings.database_url)
+    db = await Database.open(database_url)
     try:
         report = await sync_folder(db, docs)
         out.write(f"{docs}: {report.summary()}\n")

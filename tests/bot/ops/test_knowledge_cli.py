@@ -69,8 +69,14 @@ def test_knowledge_eval_prints_figures_per_half(
     ]  # fmt: skip
     data = tmp_path / "questions.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    # The bot's own index holds the team's documents, and the evaluation leaves it alone.
+    assert cli.main(["knowledge", "sync"]) == 0
+    capsys.readouterr()
     assert cli.main(["knowledge", "eval", "--docs", str(docs), "--data", str(data)]) == 0
     out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("2 added, 0 updated, 0 removed, 0 unchanged")
+    assert cli.main(["knowledge", "sync"]) == 0
+    assert capsys.readouterr().out.endswith("0 added, 0 updated, 0 removed, 4 unchanged\n")
     assert "[overall] questions: 2" in out
     assert "[overall] document hit@1: 1.000" in out
     assert "[overall] section hit@5: 1.000" in out
