@@ -43,9 +43,10 @@ def _load_settings() -> Settings:
         raise SystemExit(2) from None
 
 
-def _settings(*, quiet_at_terminal: bool = False) -> Settings:
+def _settings(*, quiet_at_terminal: bool = True) -> Settings:
     """Settings, with JSON logs on stderr. `quiet_at_terminal`: unless LOG_LEVEL is set,
-    only warnings are logged when stderr is a terminal (the chat shares that screen)."""
+    only warnings are logged when stderr is a terminal (the chat, and a command's output or
+    progress bar, share that screen); a server (`serve`, `socket`) logs at LOG_LEVEL."""
     settings = _load_settings()
     level = settings.log_level
     if quiet_at_terminal and "log_level" not in settings.model_fields_set and sys.stderr.isatty():
@@ -120,7 +121,7 @@ def run_serve() -> int:
     """HTTP mode, when its credentials are configured."""
     from bot.slack.server import serve_http
 
-    settings = _settings()
+    settings = _settings(quiet_at_terminal=False)
     if settings.slack_bot_token is None or settings.slack_signing_secret is None:
         print("serve needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET.", file=sys.stderr)
         return 2
@@ -131,7 +132,7 @@ def run_socket() -> int:
     """Socket Mode, when its credentials are configured."""
     from bot.slack.server import serve_socket
 
-    settings = _settings()
+    settings = _settings(quiet_at_terminal=False)
     if settings.slack_bot_token is None or settings.slack_app_token is None:
         print("socket needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN.", file=sys.stderr)
         return 2
@@ -142,7 +143,7 @@ def run_chat(user: str | None) -> int:
     """The terminal chat: typed at a terminal, or fed lines on stdin."""
     from bot.terminal.chat import run_chat as chat
 
-    settings = _settings(quiet_at_terminal=True)
+    settings = _settings()
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
         sys.stdout.reconfigure(errors="replace")  # type: ignore[union-attr]

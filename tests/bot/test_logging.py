@@ -1,11 +1,16 @@
 """Structured logs: one JSON object per line, one line per invocation at INFO (one per
-event at DEBUG), no credential ever."""
+event at DEBUG), no credential ever; a command at a terminal shows its output, not the log."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import pty
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +150,46 @@ def test_logging_masks_basic_authorization(capsys: pytest.CaptureFixture[str]) -
     assert credential not in err
     assert logged[0]["msg"] == "proxy refused: Authorization: Basic [redacted]"
     assert logged[1]["header"] == "Basic [redacted]"
+
+
+def _knowledge_sync(tmp_path: Path, *, terminal: bool, **env: str) -> tuple[str, str]:
+    """`support-bot knowledge sync` in a child process, its stderr a terminal (a pty) or a
+    pipe: (stdout, stderr)."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("LOG_LEVEL", "KNOWLEDGE_DIR")}
+    environ |= {"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'kb.db'}", **env}
+    command = [sys.executable, "-c", "from bot.cli import main; raise SystemExit(main())"]
+    if not terminal:
+        done = subprocess.run(
+            [*command, "knowledge", "sync"], capture_output=True, text=True, env=environ
+        )
+        return done.stdout, done.stderr
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [*command, "knowledge", "sync"], stdout=subprocess.PIPE, stderr=follower, env=environ
+    ) as child:
+        os.close(follower)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            err += chunk
+        out = child.stdout.read() if child.stdout else b""
+    os.close(leader)
+    return out.decode(), err.decode()
+
+
+def test_a_command_at_a_terminal_shows_its_output_not_the_log(tmp_path: Path) -> None:
+    out, err = _knowledge_sync(tmp_path, terminal=True)
+    assert "4 added" in out
+    assert '"level": "info"' not in err  # the migrations' log lines stay off the screen
+    # Asked for, the log is there; and a pipe (a service manager, CI) gets it anyway.
+    (tmp_path / "asked").mkdir()
+    (tmp_path / "piped").mkdir()
+    asked_out, asked = _knowledge_sync(tmp_path / "asked", terminal=True, LOG_LEVEL="INFO")
+    piped_out, piped = _knowledge_sync(tmp_path / "piped", terminal=False)
+    assert "4 added" in asked_out and "4 added" in piped_out
+    assert '"level": "info"' in asked and '"level": "info"' in piped
