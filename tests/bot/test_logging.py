@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import pty
+import select
 import subprocess
 import sys
 import time
@@ -152,6 +153,9 @@ def test_logging_masks_basic_authorization(capsys: pytest.CaptureFixture[str]) -
     assert logged[1]["header"] == "Basic [redacted]"
 
 
+CHILD_TIMEOUT_S = 120
+
+
 def _knowledge_sync(tmp_path: Path, *, terminal: bool, **env: str) -> tuple[str, str]:
     """`support-bot knowledge sync` in a child process, its stderr a terminal (a pty) or a
     pipe: (stdout, stderr)."""
@@ -160,7 +164,11 @@ def _knowledge_sync(tmp_path: Path, *, terminal: bool, **env: str) -> tuple[str,
     command = [sys.executable, "-c", "from bot.cli import main; raise SystemExit(main())"]
     if not terminal:
         done = subprocess.run(
-            [*command, "knowledge", "sync"], capture_output=True, text=True, env=environ
+            [*command, "knowledge", "sync"],
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=CHILD_TIMEOUT_S,
         )
         return done.stdout, done.stderr
     leader, follower = pty.openpty()
@@ -169,7 +177,12 @@ def _knowledge_sync(tmp_path: Path, *, terminal: bool, **env: str) -> tuple[str,
     ) as child:
         os.close(follower)
         err = b""
+        deadline = time.monotonic() + CHILD_TIMEOUT_S
         while True:
+            ready, _, _ = select.select([leader], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                child.kill()
+                raise AssertionError(f"knowledge sync did not finish: {err.decode()}")
             try:
                 chunk = os.read(leader, 4096)
             except OSError:  # the child closed the terminal
