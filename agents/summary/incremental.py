@@ -320,12 +320,18 @@ class IncrementalSummarizer:
                 logger.warning(
                     "merged record of session %s failed: %s", session.id, outcome.problems
                 )
-            problems = outcome.problems or [gap_problem(w) for w in gaps]
-            problems = problems or [
-                Problem(
-                    ProblemKind.NO_SESSION, (session.id,), f"session {session.id} has no events"
-                )
-            ]
+                reason, problems = "merge_failed", outcome.problems
+            elif gaps:
+                reason, problems = "validation_failed", [gap_problem(w) for w in gaps]
+            else:
+                reason = "no_session"
+                problems = [
+                    Problem(
+                        ProblemKind.NO_SESSION,
+                        (session.id,),
+                        f"session {session.id} has no events",
+                    )
+                ]
             return NoSummary(
                 session_id=session.id,
                 problems=problems,
@@ -333,13 +339,7 @@ class IncrementalSummarizer:
                 usage=usage,
                 problems_first_attempt=problems,
                 latency_s=latency,
-                reason=(
-                    "merge_failed"
-                    if outcome.problems
-                    else "validation_failed"
-                    if gaps
-                    else "no_session"
-                ),
+                reason=reason,
                 metadata=metadata,
             )
         merged = outcome.record

@@ -54,26 +54,28 @@ class WindowMerge:
     def __call__(self, windows: Sequence[StoredWindow]) -> MergeOutcome:
         """Merge the records of `windows` (in event order; gaps are kept as they are),
         checking the result over the events of the windows kept."""
+        events = {w.span: self.events_of(w) for w in windows if w.record is not None}
         current = list(windows)
         problems: list[Problem] = []
         while any(w.record is not None for w in current):
             passed = [w for w in current if w.record is not None]
-            record, checked = self._once(passed)
+            record, checked = self._once(passed, [events[w.span] for w in passed])
             if checked.passed:
                 return MergeOutcome(record, current)
             problems = [replace(p, message=MERGED + p.message) for p in checked.problems]
             named = _named_events(record, checked.problems)
-            culprits = {id(w) for w in passed if any(e.id in named for e in self.events_of(w))}
+            culprits = {w.span for w in passed if any(e.id in named for e in events[w.span])}
             if not culprits:
                 break
             current = [
-                _demoted(w, self.events_of(w), record, problems) if id(w) in culprits else w
+                _demoted(w, events[w.span], record, problems) if w.span in culprits else w
                 for w in current
             ]
         return MergeOutcome(None, current, problems)
 
-    def _once(self, passed: list[StoredWindow]) -> tuple[HandoffRecord, ValidationResult]:
-        per_window = [self.events_of(w) for w in passed]
+    def _once(
+        self, passed: list[StoredWindow], per_window: list[list[Event]]
+    ) -> tuple[HandoffRecord, ValidationResult]:
         covered = [e for events in per_window for e in events]
         # The goal cites nothing: the whole thread supports it, gaps included.
         seen = {e.id for e in covered}

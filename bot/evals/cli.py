@@ -7,13 +7,13 @@ show a progress bar on stderr (tqdm) and print their report on the output stream
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from tqdm import tqdm
 
 from bot.config import Settings
+from bot.evals.scratch import scratch_database_url
 
 if TYPE_CHECKING:
     from agents.knowledge.search import KnowledgeSearch
@@ -259,8 +259,8 @@ async def eval_answers(
     cases = select_every_nth(cases, limit)
     sections = {s.id: s.text for d in documents for s in d.sections}
     spec = TreeSpec.from_file(settings.agent_tree_file or DEFAULT_TREE)
-    with tempfile.TemporaryDirectory(prefix="eval-answers") as tmp:
-        db = await Database.open(f"sqlite+aiosqlite:///{Path(tmp) / 'knowledge.db'}")
+    with scratch_database_url("eval-answers") as url:
+        db = await Database.open(url)
         try:
             report = await db.knowledge.sync(documents)
             out.write(f"{docs}: {report.summary()}\n")

@@ -8,7 +8,6 @@ only parses arguments.
 from __future__ import annotations
 
 import logging
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -110,9 +109,10 @@ async def evaluate(
     index hold that folder alone, so evaluating on the bot's database would replace the
     team's documents with the evaluation's. A temporary SQLite file by default;
     `database_url` names a scratch database (PostgreSQL, say) whose index it replaces."""
+    from bot.evals.scratch import scratch_database_url
+
     if database_url is None:
-        with tempfile.TemporaryDirectory(prefix="knowledge-eval") as tmp:
-            scratch = f"sqlite+aiosqlite:///{Path(tmp) / 'knowledge.db'}"
+        with scratch_database_url("knowledge-eval") as scratch:
             return await evaluate(out, docs, data, half=half, database_url=scratch)
     from bot.evals.retrieval import HALVES, load_cases, report_lines
     from bot.evals.retrieval import evaluate as run
