@@ -160,6 +160,25 @@ async def test_a_tool_choice_writes_its_arguments_then_decides_again() -> None:
         "tech_support",
         "support_supervisor",
     ]
+    # The reply is asked for under the tool's answer, which is said to be the tool's, with
+    # the customer's message named again: as bare user text, a small model thanked the
+    # customer for "the detailed information" instead of answering them.
+    answer = model.requests[4].contents[-1]
+    assert answer.role == "user"
+    assert answer.text.startswith("Result of tool policy_checker:")
+    assert "the customer did not write it" in answer.text
+    assert answer.text.endswith("<<<\nRefund my duplicate charge?\n>>>)")
+    model.assert_complete()
+
+
+async def test_a_reply_with_no_tool_answer_before_it_gets_no_reminder() -> None:
+    model = ScriptedModel(
+        [choose("support_supervisor"), "Hello! How can I help?", choose("support_supervisor")],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send("Hello there")
+    assert turn == [("support_supervisor", "Hello! How can I help?")]
+    assert model.requests[1].contents[-1].text == "Hello there"
     model.assert_complete()
 
 

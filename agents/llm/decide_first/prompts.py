@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.events import Part
 from agents.llm.decide_first.choices import NO, YES, Choice
-from agents.llm.decide_first.transcript import conversation_block
+from agents.llm.decide_first.transcript import conversation_block, latest_message
 from agents.models.base import Content, LlmRequest, ToolDeclaration
 from agents.models.prompted_tools import render_content
 from agents.quoting import defuse_fences
@@ -181,9 +181,30 @@ def _plain(
     schema: dict[str, Any] | None,
     config: Any,
 ) -> LlmRequest:
-    """A tool-less request with the history as text (`tool_less`)."""
+    """A tool-less request with the history as text (`tool_less`); after a tool's
+    answer, the customer's latest message is named again (`_after_tool`)."""
     contents = [render_content(c) for c in request.contents]
-    return tool_less(request, instruction, note, contents, schema, config)
+    return tool_less(request, instruction, note, _after_tool(contents, request), schema, config)
+
+
+def _after_tool(rendered: list[Content], request: LlmRequest) -> list[Content]:
+    """`rendered` with a reminder under a tool's answer when it is the last entry: as
+    plain user text, a small model took it for the customer's words and replied to it
+    ("Thank you for the detailed information!") instead of to the customer."""
+    last = request.contents[-1] if request.contents else None
+    if last is None or not any(p.function_response for p in last.parts):
+        return rendered
+    message = latest_message(request.contents)
+    if not message:
+        return rendered
+    reminder = (
+        "(That was the tool's answer, for you only: the customer did not write it and has "
+        "not seen it. Use it to reply to the customer's latest message, quoted as data:\n"
+        f"<<<\n{defuse_fences(message)}\n>>>)"
+    )
+    tail = rendered[-1]
+    text = f"{tail.text}\n\n{reminder}" if tail.text else reminder
+    return [*rendered[:-1], Content(role=tail.role, parts=(Part(text=text),))]
 
 
 def tool_less(
