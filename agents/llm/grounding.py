@@ -132,10 +132,16 @@ class Grounding:
             return request, options
         note = self.note()
         cap = min(request.config.max_tokens or ANSWER_MAX_TOKENS, ANSWER_MAX_TOKENS)
+        # Greedy unless the tree sets a temperature: an answer that keeps the documentation's
+        # own words is what is asked for, and the server's default (0.8 on llama.cpp)
+        # made the same question get a different reply, and a different check, per run.
+        temperature = request.config.temperature if request.config.temperature is not None else 0.0
         request = request.model_copy(
             update={
                 "system_instruction": f"{request.system_instruction}\n\n{note}".strip(),
-                "config": request.config.model_copy(update={"max_tokens": cap}),
+                "config": request.config.model_copy(
+                    update={"max_tokens": cap, "temperature": temperature}
+                ),
             }
         )
         options = replace(options, instruction=f"{options.instruction}\n\n{note}".strip())

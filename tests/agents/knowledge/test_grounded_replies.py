@@ -84,6 +84,8 @@ async def test_grounded_reply_answers_from_prefetched_sections_and_cites_them(
     answer = model.requests[2]
     assert "Refund policy (sample) › Duplicate charges" in answer.system_instruction
     assert answer.config.max_tokens == ANSWER_MAX_TOKENS
+    # Greedy (the tree sets no temperature): the same question gets the same answer.
+    assert answer.config.temperature == 0.0
     assert "search_knowledge" not in str(model.requests[1].response_schema)
     reply = await _reply(conversation)
     assert reply.custom_metadata[CHECK_KEY] == "supported"
