@@ -39,6 +39,18 @@ FROM_DOCUMENTS = (
 )
 """Why a reply written without the documentation that covers its question is written
 again (an agent with no `knowledge:` of its own, the supervisor answering itself)."""
+NOTHING_DOCUMENTED = (
+    "That reply cannot be sent: it answers the customer's question, and the support "
+    "team's documentation has nothing on it. Do not answer it from your own knowledge: "
+    "say you could not find it in the documentation, or ask the customer what you need."
+)
+"""Why an answer to a question the documentation does not cover is written again (an
+agent with no `knowledge:` of its own, the supervisor answering itself)."""
+_INTERROGATIVE = re.compile(
+    r"^(?:what|how|why|when|where|who|which|can|could|do|does|did|is|are|was|will|would|"
+    r"should|may|might)\b",
+    re.IGNORECASE,
+)
 # A question back may come with this many words around it ("I'm sorry to hear that.").
 ASIDE_WORDS = 6
 # A stripped reply shorter than this says nothing useful: the honest answer is sent.
@@ -84,6 +96,13 @@ def asks_only(reply: str) -> bool:
     asked = [p for p in pieces if p.endswith("?")]
     said = sum(len(p.split()) for p in pieces if p and not p.endswith("?"))
     return bool(asked) and said <= ASIDE_WORDS
+
+
+def asks_question(message: str) -> bool:
+    """Whether a customer's message asks something: a sentence of it ends with "?" or
+    starts with a question word ("Can you tell me what a voucher ID is")."""
+    pieces = [p.strip() for p in _SENTENCE.findall(_PROTECTED_DOT.sub("\0", message))]
+    return any(p.endswith("?") or _INTERROGATIVE.match(p) for p in pieces)
 
 
 def unsupported(reply: str, evidence: Sequence[str]) -> list[Value]:

@@ -37,9 +37,11 @@ from agents.knowledge.reply_check import (
     CHECK_KEY,
     FROM_DOCUMENTS,
     NOT_FOUND_TEXT,
+    NOTHING_DOCUMENTED,
     SOURCES_KEY,
     CheckOutcome,
     asks_only,
+    asks_question,
     count,
     documented_codes,
     overlooked_text,
@@ -60,6 +62,7 @@ from agents.llm.grounding_sources import (
     returned_sections,
     tree_index,
 )
+from agents.llm.transfer import TRANSFER_TOOL
 from agents.models.base import Content, LlmRequest, LlmResponse
 from agents.models.profile import ModelProfile
 from agents.quoting import defuse_fences
@@ -105,9 +108,17 @@ class Grounding:
 
     @property
     def active(self) -> bool:
-        """Whether the step's reply is checked: it has sections, or the question went
-        unanswered by the documents (searched for, nothing relevant)."""
-        return bool(self.hits) or (self.asked and self.searched)
+        """Whether the step's reply is checked before any of it is sent: it has sections,
+        or the question went unanswered by the documents (searched for, nothing relevant),
+        or, for an agent with no search tool, the customer asked a question the index has
+        nothing relevant on (its answer would be written again, `NOTHING_DOCUMENTED`)."""
+        return bool(self.hits) or (self.asked and self.searched) or self.undocumented
+
+    @property
+    def undocumented(self) -> bool:
+        """The customer asked a question, and the index, searched for it on behalf of an
+        agent with no search tool of its own, has nothing relevant on it."""
+        return self.tool is None and not self.hits and asks_question(self.question)
 
     @property
     def reusable(self) -> bool:
@@ -195,6 +206,11 @@ class Grounding:
                 return await self._check(
                     agent, response, events, request, instruction, rewrite, FROM_DOCUMENTS
                 )
+            if found is None and self._uncovered_answer(response.text, events):
+                # The documentation has nothing on the question; the agent answered it.
+                return await self._check(
+                    agent, response, events, request, instruction, rewrite, NOTHING_DOCUMENTED
+                )
             if found is None:
                 return response, {}
             checked = found
@@ -246,6 +262,9 @@ class Grounding:
         # A reply saying the documentation does not answer is never sent over a quote of it.
         tried = (second,) if because else (second, draft)
         answers = [t for t in tried if t and not says_not_found(t)]
+        if because == NOTHING_DOCUMENTED:
+            # With nothing documented, only a question back may go out instead.
+            answers = [t for t in answers if asks_only(t)]
         if second in answers and not unsupported(second, evidence):
             return self._settled(agent, response, second, "rewritten")
         for text in answers:
@@ -253,6 +272,18 @@ class Grounding:
             if left:
                 return self._settled(agent, response, left, "stripped")
         return self._settled(agent, response, NOT_FOUND_TEXT, "not_found")
+
+    def _uncovered_answer(self, reply: str, events: Sequence[Event]) -> bool:
+        """Whether `reply`, written with no documentation in view, answers a question the
+        index has nothing relevant on: the customer asked something, nothing relevant was
+        found, the reply is not a question back, an honest "not found" or anchored in the
+        conversation's values, and no tool was consulted for it since the question."""
+        return (
+            self.undocumented
+            and not says_not_found(reply)
+            and not _anchored(reply)
+            and not _consulted(events)
+        )
 
     async def _with_index(self, response: LlmResponse, events: Sequence[Event]) -> Grounding | None:
         """For a reply checked after it is written (`index`): the grounding to check it
@@ -327,6 +358,17 @@ async def ground(
         asked=asked,
         tool_called=True,
     )
+
+
+def _consulted(events: Sequence[Event]) -> bool:
+    """Whether a tool (not a transfer) answered since the customer's latest message: a
+    reply may rest on its answer."""
+    for event in reversed(events):
+        if event.author == "user" and event.text and not event.partial:
+            return False
+        if any(r.name != TRANSFER_TOOL for r in event.function_responses):
+            return True
+    return False
 
 
 def _anchored(reply: str) -> bool:

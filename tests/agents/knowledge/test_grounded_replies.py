@@ -421,13 +421,66 @@ async def test_supervisor_reply_streams_only_its_sentences_before_a_value(db: Da
     invented = "Sorry about the wait. Your parcel arrives within 3 business days. Thanks!"
     honest = "Sorry about the wait. A person from the team can trace your parcel."
     model = ScriptedModel([invented, honest], chunk_chars=7)
-    events = await _streamed(model, db, "My parcel was supposed to come yesterday, where is it?")
+    events = await _streamed(model, db, "My parcel was supposed to come yesterday. Still nothing.")
     streamed = "".join(e.text for e in events if e.partial)
     assert streamed == "Sorry about the wait."
     [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
     assert final.text == honest
     assert final.custom_metadata[CHECK_KEY] == "rewritten"
     model.assert_complete()
+
+
+UNDOCUMENTED = "Hello there. Can you please tell me what a loyalty voucher ID is?"
+INVENTED_DEFINITION = "Sure! A loyalty voucher ID is the unique code printed on each voucher."
+
+
+async def test_supervisor_answering_an_undocumented_question_gets_the_honest_answer(
+    db: Database,
+) -> None:
+    """A question the documentation has nothing on, answered by the supervisor from the
+    model's own knowledge with no value to check, is written again once with that named;
+    a second answer is the honest one too."""
+    before = _supervisor_checks("not_found")
+    model = _supervisor(INVENTED_DEFINITION, "It is the code on the back of your voucher.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert await conversation.send(UNDOCUMENTED) == [("support_supervisor", NOT_FOUND_TEXT)]
+    again = model.requests[-1]
+    assert again.contents[-2].text == INVENTED_DEFINITION
+    assert "has nothing on it" in again.contents[-1].text
+    assert "has nothing on this question" in again.system_instruction
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata == {SOURCES_KEY: [], CHECK_KEY: "not_found"}
+    assert _supervisor_checks("not_found") == before + 1
+    model.assert_complete()
+
+
+async def test_supervisor_asking_back_on_an_undocumented_question_is_sent(db: Database) -> None:
+    asked = "Where did you see that ID: on a voucher, or in an e-mail from us?"
+    model = _supervisor(INVENTED_DEFINITION, asked)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert await conversation.send(UNDOCUMENTED) == [("support_supervisor", asked)]
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "rewritten"
+    model.assert_complete()
+
+
+async def test_supervisor_answer_to_an_undocumented_question_is_not_streamed(
+    db: Database,
+) -> None:
+    """On a model that streams, nothing of such an answer reaches the customer before the
+    check: the honest answer is the only text."""
+    model = ScriptedModel([INVENTED_DEFINITION, "It is the voucher's code."], chunk_chars=7)
+    events = await _streamed(model, db, UNDOCUMENTED)
+    assert [e.text for e in events if e.partial] == []
+    [final] = [e for e in events if not e.partial and e.author == "support_supervisor"]
+    assert final.text == NOT_FOUND_TEXT
+    model.assert_complete()
+
+
+def _supervisor_checks(outcome: str) -> float:
+    return REGISTRY.get(
+        "support_bot_knowledge_checks_total", agent="support_supervisor", outcome=outcome
+    )
 
 
 FORGOT = "I forgot my password. How do I reset my password?"
