@@ -74,12 +74,12 @@ async def _ask(bot: BotHarness, slack: FakeSlackApi, text: str, ts: str, n: int)
     return (await wait_answers(slack, n))[-1]
 
 
-async def _stored_reply(db: Database, root: str) -> dict:
+async def _stored_reply(db: Database, root: str, author: str = "billing_agent") -> dict:
     thread = await db.threads.get(ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=root))
     assert thread is not None
     session = await db.sessions.of_thread(thread)
     assert session is not None
-    [reply] = [e for e in session.events if e.author == "billing_agent" and e.text]
+    [reply] = [e for e in session.events if e.author == author and e.text]
     return dict(reply.custom_metadata)
 
 
@@ -189,6 +189,28 @@ async def test_knowledge_supervisor_invented_value_never_reaches_slack(
     assert session is not None
     [stored] = [e for e in session.events if e.author == "support_supervisor" and e.text]
     assert stored.custom_metadata[CHECK_KEY] == "rewritten"
+    model.assert_complete()
+
+
+async def test_knowledge_supervisor_definition_from_nothing_never_reaches_slack(
+    slack: FakeSlackApi, start_bot: StartBot, database: Database, tmp_path: Path
+) -> None:
+    """A question the documentation has nothing on, which the supervisor keeps and answers
+    from the model's own knowledge with no value to check: written again once with that
+    named, and a second answer from nothing is the honest one too."""
+    await _knowledge_folder(tmp_path, database)
+    invented = "Sure! A loyalty voucher ID is the unique code printed on each voucher."
+    model = ScriptedModel(
+        [json_text("support_supervisor"), invented, json_text("no"), "It is the voucher code."],
+        decide_first=True,
+    )
+    bot = await start_bot(build_support_tree(model=model, knowledge=database.knowledge))
+    question = "Hello there. Can you please tell me what a loyalty voucher ID is?"
+    reply = await _ask(bot, slack, question, "1700001350.000100", 1)
+    assert NOT_FOUND_TEXT in shown(reply)
+    assert "unique code" not in _posted(slack) and "voucher code" not in _posted(slack)
+    stored = await _stored_reply(database, "1700001350.000100", "support_supervisor")
+    assert stored[CHECK_KEY] == "not_found" and stored[SOURCES_KEY] == []
     model.assert_complete()
 
 
