@@ -267,7 +267,9 @@ class Grounding:
             answers = [t for t in answers if asks_only(t)]
         if second in answers and not unsupported(second, evidence):
             return self._settled(agent, response, second, "rewritten")
-        for text in answers:
+        # An answer to a question nothing documents, its values cut out, is still an
+        # answer from nothing ("A voucher ID is a unique code…").
+        for text in () if self.undocumented else answers:
             left = stripped(text, unsupported(text, evidence))
             if left:
                 return self._settled(agent, response, left, "stripped")

@@ -454,6 +454,20 @@ async def test_supervisor_answering_an_undocumented_question_gets_the_honest_ans
     model.assert_complete()
 
 
+async def test_supervisor_answer_to_an_undocumented_question_is_not_sent_stripped(
+    db: Database,
+) -> None:
+    """Its invented values cut out, an answer to a question nothing documents is still an
+    answer from nothing: the honest answer goes out instead."""
+    first = f"{INVENTED_DEFINITION} It is valid for 30 days."
+    model = _supervisor(first, f"{INVENTED_DEFINITION} Each one holds 12 digits.")
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    assert await conversation.send(UNDOCUMENTED) == [("support_supervisor", NOT_FOUND_TEXT)]
+    reply = await _supervisor_reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "not_found"
+    model.assert_complete()
+
+
 async def test_supervisor_asking_back_on_an_undocumented_question_is_sent(db: Database) -> None:
     asked = "Where did you see that ID: on a voucher, or in an e-mail from us?"
     model = _supervisor(INVENTED_DEFINITION, asked)
