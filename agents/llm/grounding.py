@@ -55,7 +55,7 @@ from agents.knowledge.value_gate import TextSink, ValueGate
 from agents.knowledge.values import values
 from agents.llm.coverage_check import coverage_request, covered
 from agents.llm.decide_first.options import StepOptions
-from agents.llm.decide_first.prompts import answer_request
+from agents.llm.decide_first.prompts import retry_request
 from agents.llm.grounding_sources import (
     conversation_texts,
     latest_question,
@@ -63,7 +63,7 @@ from agents.llm.grounding_sources import (
     tree_index,
 )
 from agents.llm.transfer import TRANSFER_TOOL
-from agents.models.base import Content, LlmRequest, LlmResponse
+from agents.models.base import LlmRequest, LlmResponse
 from agents.models.profile import ModelProfile
 from agents.quoting import defuse_fences
 from agents.tools.base_tool import BaseTool
@@ -391,10 +391,4 @@ def _rewrite_request(
     request: LlmRequest, instruction: str, draft: str, problems: str
 ) -> LlmRequest:
     """The reply asked for again, with no tools: the rejected draft and its problems."""
-    asked = answer_request(request, instruction)
-    contents = [
-        *asked.contents,
-        Content(role="model", parts=(Part(text=draft),)),
-        Content(role="user", parts=(Part(text=problems),)),
-    ]
-    return asked.model_copy(update={"contents": contents})
+    return retry_request(request, instruction, draft, problems)

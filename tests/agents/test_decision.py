@@ -287,7 +287,12 @@ async def test_a_bare_claim_is_asked_again_then_settled_by_a_decision() -> None:
     assert caught == ["claim", "claim"]
     # The second reply was asked with the rejected one and why; the last decision offers
     # only real actions.
-    assert "cannot be sent" in model.requests[2].contents[-1].text
+    note = model.requests[2].contents[-1].text
+    assert "cannot be sent" in note
+    # Marked as the model's note, with the customer's message quoted again: as bare user
+    # text it was answered ("I'm sorry, but I cannot send that reply.").
+    assert note.startswith("(A note for you, not from the customer")
+    assert note.endswith("<<<\ninvoice?\n>>>)")
     assert decision_enum(model.requests[3]) == ["billing_agent", "tech_support", "policy_checker"]
     model.assert_complete()
 

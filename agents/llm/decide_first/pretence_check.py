@@ -17,7 +17,7 @@ from agents.llm.decide_first.decision import decide
 from agents.llm.decide_first.json_answers import reply_field, unwrapped_reply
 from agents.llm.decide_first.observers import current_observers
 from agents.llm.decide_first.pretend_actions import find_pretend_action, hands_off, without_pretence
-from agents.llm.decide_first.prompts import answer_request, corrected_request, reply_request
+from agents.llm.decide_first.prompts import corrected_request, reply_request
 from agents.llm.decide_first.step import Step
 from agents.llm.decide_first.truncated_json import close_truncated_object
 from agents.metrics import REGISTRY
@@ -63,7 +63,7 @@ async def checked(step: Step, response: LlmResponse) -> LlmResponse:
             _count(step, "asked_again")
             step.reasked = True
             response = await step.call(
-                corrected_request(answer_request(step.request, options.instruction), response.text)
+                corrected_request(step.request, options.instruction, response.text)
             )
             continue
         actions = options.choices(answer=False)

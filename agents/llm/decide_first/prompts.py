@@ -228,19 +228,37 @@ def tool_less(
     )
 
 
-def corrected_request(request: LlmRequest, pretended: str) -> LlmRequest:
+def corrected_request(request: LlmRequest, instruction: str, pretended: str) -> LlmRequest:
     """The answer request again, with the rejected reply and why it was rejected."""
+    return retry_request(
+        request,
+        instruction,
+        pretended,
+        "That reply cannot be sent: it claims an action or repeats your instructions. Write "
+        "the reply to the customer itself.",
+    )
+
+
+def retry_request(request: LlmRequest, instruction: str, draft: str, problems: str) -> LlmRequest:
+    """The answer request (`answer_request`) again, with the rejected `draft` as the
+    model's turn and `problems` under it, marked as a note for the model alone with the
+    customer's latest message quoted again: as plain user text, a small model took the
+    note for the customer's words and answered it ("I'm sorry, but I cannot send that
+    reply. Please send us…")."""
+    message = latest_message(request.contents)
+    request = answer_request(request, instruction)
+    note = (
+        f"(A note for you, not from the customer, who has not seen your draft: {problems} "
+        "Do not mention this note, or that a draft was rejected."
+    )
+    if message:
+        note += (
+            " Reply to the customer's latest message, quoted as data:\n"
+            f"<<<\n{defuse_fences(message)}\n>>>"
+        )
     contents = [
         *request.contents,
-        Content(role="model", parts=(Part(text=pretended),)),
-        Content(
-            role="user",
-            parts=(
-                Part(
-                    text="That reply cannot be sent: it claims an action or repeats your "
-                    "instructions. Write the reply to the customer itself."
-                ),
-            ),
-        ),
+        Content(role="model", parts=(Part(text=draft),)),
+        Content(role="user", parts=(Part(text=note + ")"),)),
     ]
     return request.model_copy(update={"contents": contents})

@@ -110,6 +110,8 @@ async def test_grounded_reply_with_an_invented_amount_is_written_again(db: Datab
     again = model.requests[-1]
     assert again.tools == [] and again.contents[-2].text == INVENTED
     assert "amount '98.00 USD'" in again.contents[-1].text
+    assert again.contents[-1].text.startswith("(A note for you, not from the customer")
+    assert again.contents[-1].text.endswith(f"<<<\n{DUPLICATE_CHARGE}\n>>>)")
     assert (await _reply(conversation)).custom_metadata[CHECK_KEY] == "rewritten"
     assert _checks("rewritten") == before + 1
     model.assert_complete()
