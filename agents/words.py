@@ -10,6 +10,12 @@ import functools
 import re
 
 _WORD = re.compile(r"[a-z0-9]+")
+# A currency written beside a number is part of the customer's amount ("49.00 USD",
+# "USD 49"), not the subject of the question: no document holds the customer's amount.
+_CURRENCY = r"(?:usd|eur|gbp|cad|aud|chf|jpy|dollars?|euros?|pounds?)"
+_AMOUNT_CURRENCY = re.compile(
+    rf"(?<=\d)\s*{_CURRENCY}\b|\b{_CURRENCY}\s*(?=[$€£]?\d)", re.IGNORECASE
+)
 # Function words and the wording of questions ("how do I", "can you tell me"): they match
 # every section and would drown the words that name the topic.
 STOPWORDS = frozenset(
@@ -54,6 +60,11 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def without_currency(text: str) -> str:
+    """`text` without the currency written beside a number ("49.00 USD" -> "49.00")."""
+    return _AMOUNT_CURRENCY.sub(" ", text)
+
+
 def keyed(text: str) -> str:
     """`text` as a full-text index holds it: each word's key, space-separated. Indexing
     and querying the keys, not the database's own stemmer, makes SQLite and PostgreSQL
@@ -64,6 +75,6 @@ def keyed(text: str) -> str:
 def query_terms(query: str) -> list[str]:
     """The query's distinct content words, in order (stopwords dropped; every word
     when the query has nothing else)."""
-    all_words = list(dict.fromkeys(words(query)))
+    all_words = list(dict.fromkeys(words(without_currency(query))))
     content = [w for w in all_words if w not in STOPWORDS]
     return content or all_words

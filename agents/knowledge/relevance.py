@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 from agents.knowledge.search import KnowledgeHit
-from agents.words import STOPWORDS, key, words
+from agents.words import STOPWORDS, key, without_currency, words
 
 # A section shares at least this many of a question's words to count as relevant (fewer
 # when the question has fewer), and at least a third of them.
@@ -50,7 +50,10 @@ def _held(hit: KnowledgeHit) -> set[str]:
 
 
 def question_keys(question: str) -> set[str]:
-    """The words of `question` that name its topic (short numbers, like cents, do not)."""
+    """The words of `question` that name its topic (short numbers, like cents, and the
+    currency of an amount do not)."""
     return {
-        key(w) for w in words(question) if w not in STOPWORDS and not (w.isdigit() and len(w) < 3)
+        key(w)
+        for w in words(without_currency(question))
+        if w not in STOPWORDS and not (w.isdigit() and len(w) < 3)
     }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from agents.knowledge.relevance import relevant
 from agents.knowledge.search import KnowledgeHit
+from agents.words import query_terms, without_currency
+from storage import Database
 
 
 def _hit(n: int, heading: str, text: str) -> KnowledgeHit:
@@ -43,3 +45,28 @@ def test_the_error_code_the_best_section_documents_makes_it_relevant() -> None:
     question = "The desktop app crashes with error 0x80070005 every time I open the settings page."
     assert relevant([ACCESS, PLANS], question) == [ACCESS]
     assert relevant([PLANS], question) == []
+
+
+def test_the_currency_of_the_customers_amount_is_no_topic_word() -> None:
+    assert without_currency("49.00 USD each, or USD 49, or 12 euros") == (
+        "49.00  each, or  49, or 12 "
+    )
+    # A currency named on its own is a word like any other.
+    assert without_currency("Can I pay in USD?") == "Can I pay in USD?"
+    assert "usd" not in query_terms("I paid 49.00 USD twice")
+
+
+async def test_policy_sections_alone_answer_a_duplicate_charge_with_its_amount(
+    db: Database,
+) -> None:
+    """`policy_checker` searches the policies alone. "USD", beside the customer's
+    amount, ranked "Who may approve a refund" (three amounts in USD) above "Duplicate
+    charges", and that section held too few of the question's words: nothing was
+    relevant, and the consulted checker answered that it found nothing."""
+    question = (
+        "I was charged twice for my March invoice INV-2291, 49.00 USD each time. Can I get "
+        "a refund of the duplicate?"
+    )
+    hits = await db.knowledge.search(question, collections=["policies"], limit=5)
+    assert hits[0].id == "policies/refund-policy#duplicate-charges"
+    assert [h.id for h in relevant(hits, question)] == [hits[0].id]
