@@ -92,7 +92,7 @@ def asks_only(reply: str) -> bool:
     """Whether `reply` only asks the customer something ("Sure. What is the new delivery
     address?"): a question back states nothing a document could support, so it goes out
     as it is. At most `ASIDE_WORDS` words outside its questions."""
-    pieces = [p.strip() for p in _SENTENCE.findall(_PROTECTED_DOT.sub("\0", reply))]
+    pieces = _sentences(reply)
     asked = [p for p in pieces if p.endswith("?")]
     said = sum(len(p.split()) for p in pieces if p and not p.endswith("?"))
     return bool(asked) and said <= ASIDE_WORDS
@@ -101,8 +101,12 @@ def asks_only(reply: str) -> bool:
 def asks_question(message: str) -> bool:
     """Whether a customer's message asks something: a sentence of it ends with "?" or
     starts with a question word ("Can you tell me what a voucher ID is")."""
-    pieces = [p.strip() for p in _SENTENCE.findall(_PROTECTED_DOT.sub("\0", message))]
-    return any(p.endswith("?") or _INTERROGATIVE.match(p) for p in pieces)
+    return any(p.endswith("?") or _INTERROGATIVE.match(p) for p in _sentences(message))
+
+
+def _sentences(text: str) -> list[str]:
+    """`text`'s sentences, stripped (a dot inside a value does not end one)."""
+    return [p.strip() for p in _SENTENCE.findall(_PROTECTED_DOT.sub("\0", text))]
 
 
 def unsupported(reply: str, evidence: Sequence[str]) -> list[Value]:
