@@ -297,6 +297,29 @@ async def test_a_bare_claim_is_asked_again_then_settled_by_a_decision() -> None:
     model.assert_complete()
 
 
+async def test_a_reply_cut_down_keeps_its_paragraphs_steps_and_quote() -> None:
+    # The sentences left after a pretence is cut out keep the reply's layout: the
+    # embedded model's refund reply went out as "... business days. > When a customer
+    # ...", its quoted policy run into the answer.
+    leaf = LlmAgent(name="solo", instruction="Answer.")
+    model = ScriptedModel(
+        [
+            "I will escalate this.",
+            "Try these steps:\n\n1. Open Settings.\n2. Press Reset. I will escalate this"
+            " if it fails.\n\n> The guide says: reset first. Then sign in again.",
+        ],
+        decide_first=True,
+    )
+    assert await Conversation(leaf, model).send("help") == [
+        (
+            "solo",
+            "Try these steps:\n\n1. Open Settings.\n2. Press Reset.\n\n"
+            "> The guide says: reset first. Then sign in again.",
+        )
+    ]
+    model.assert_complete()
+
+
 async def test_a_claim_with_nothing_to_act_on_is_cut_out_or_fails() -> None:
     leaf = LlmAgent(name="solo", instruction="Answer.")
     model = ScriptedModel(

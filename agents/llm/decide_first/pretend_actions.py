@@ -118,7 +118,9 @@ def hands_off(text: str) -> bool:
     return shaped or bool(_CLAIM.search(text)) or _word(text, TRANSFER_TOOL)
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])[ \t]+|\n+")
+_SENTENCE = re.compile(r"((?<=[.!?])[ \t]+|[ \t]*\n\s*)")
+"""Between two sentences: the spaces after a sentence's end, or a line break (kept, so a
+cut reply keeps its paragraphs, list items and quoted lines)."""
 
 
 def without_pretence(
@@ -130,19 +132,30 @@ def without_pretence(
     others: Sequence[str] = (),
 ) -> str:
     """`text` without the sentences that pretend an action ("" if nothing else is left):
-    the last resort of an agent that has no action to turn the pretence into."""
+    the last resort of an agent that has no action to turn the pretence into. The kept
+    sentences keep their layout: two of them are joined by the widest break that stood
+    between them (a blank line, a line break or a space)."""
     if _tool_call_shape(text) is not None:
         return ""
-    kept = [
-        sentence
-        for sentence in _SENTENCE.split(text)
-        if sentence.strip()
-        and find_pretend_action(
-            sentence, targets=targets, tools=tools, instruction=instruction, others=others
-        )
-        is None
-    ]
-    return " ".join(s.strip() for s in kept)
+    kept: list[str] = []
+    gap = ""
+    for index, piece in enumerate(_SENTENCE.split(text.strip())):
+        if index % 2:
+            gap = max(gap, piece, key=lambda g: g.count("\n"))
+            continue
+        sentence = piece.strip()
+        if not sentence or (
+            find_pretend_action(
+                sentence, targets=targets, tools=tools, instruction=instruction, others=others
+            )
+            is not None
+        ):
+            continue
+        if kept:
+            kept.append("\n" * min(gap.count("\n"), 2) or " ")
+        kept.append(sentence)
+        gap = ""
+    return "".join(kept)
 
 
 def _tool_call_shape(text: str) -> tuple[str, str | None] | None:
