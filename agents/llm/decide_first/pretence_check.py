@@ -1,9 +1,9 @@
 """The pretend-action check of every agent step, on any model.
 
 A reply that names a transfer target or a tool (`agents.llm.decide_first.pretend_actions`)
-becomes that transfer or call; a hand-off claim or a recited instruction is asked for
-again once, then settled by a decision among the actions only, or cut down to the
-sentences that pretend nothing.
+becomes that transfer or call; a hand-off claim, a recited instruction or a placeholder
+("[support email address]") is asked for again once, then settled by a decision among
+the actions only, or cut down to the sentences that pretend nothing.
 """
 
 from __future__ import annotations
@@ -62,8 +62,11 @@ async def checked(step: Step, response: LlmResponse) -> LlmResponse:
         if not step.reasked:
             _count(step, "asked_again")
             step.reasked = True
+            blank = pretend.name if pretend.kind == "placeholder" else None
             response = await step.call(
-                corrected_request(step.request, options.instruction, response.text)
+                corrected_request(
+                    step.request, options.instruction, response.text, placeholder=blank
+                )
             )
             continue
         actions = options.choices(answer=False)

@@ -9,8 +9,9 @@ What is recognised is generic, not a routing rule: the names of the agent's own 
 targets and tools, and of the transfer tool itself (internal names a customer reply has
 no reason to use), first-person claims of a hand-off or check, a tool call written out
 as JSON text, announcements of work the reply does not do ("I will proceed to review the
-case", "let me check", "I'll look into it"), and runs of words copied from the agent's
-instruction.
+case", "let me check", "I'll look into it"), runs of words copied from the agent's
+instruction, and template placeholders for a detail the model does not have ("contact
+us at [support email address]", "[Your Name]"): the customer would read them as written.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Literal
 
 from agents.llm.transfer import TRANSFER_TOOL
 
-PretendKind = Literal["transfer", "tool", "claim", "recital"]
+PretendKind = Literal["transfer", "tool", "claim", "recital", "placeholder"]
 
 # First-person claims of doing something the reply cannot do by itself being written.
 _CLAIM = re.compile(
@@ -50,6 +51,14 @@ _ANNOUNCED = re.compile(
     r"|fil(?:e|ing)\s+a|log(?:ging)?\s+a|notify(?:ing)?)\b",
     re.IGNORECASE,
 )
+# A bracketed stand-in for a detail ("[support email address]", "[Your Name]", "[insert
+# link]"): a word of the kind templates leave blank inside square brackets, on one line, not
+# a Markdown link's text ("[the guide](https://…)"); a UI label ("[Save]") names none.
+_PLACEHOLDER = re.compile(
+    r"\[(?=[^\]\n]{2,60}\])(?=[^\]\n]*\b(?:your|insert|name|e-?mail|address|phone|number|link"
+    r"|url|website|date|time|company|customer|agent|here|details?|amount|id)\b)[^\]\n]+\](?!\()",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[a-z0-9']+")
 _CALL_OPENING = re.compile(r'\{\s*"(?:tool|name)"\s*:\s*"([^"]+)"')
 RECITAL_WORDS = 12
@@ -59,7 +68,8 @@ RECITAL_WORDS = 12
 @dataclass(frozen=True)
 class PretendAction:
     """What a reply pretended: a `transfer` to `name`, a `tool` call of `name`, a hand-off
-    `claim` naming no one, or a `recital` of the instruction."""
+    `claim` naming no one, a `recital` of the instruction, or a `placeholder` (`name`)
+    standing in for a detail it does not have."""
 
     kind: PretendKind
     name: str | None = None
@@ -106,6 +116,8 @@ def find_pretend_action(
         return PretendAction("claim")
     if instruction and _recites(text, instruction):
         return PretendAction("recital")
+    if blank := _PLACEHOLDER.search(text):
+        return PretendAction("placeholder", blank.group(0))
     return None
 
 

@@ -233,15 +233,19 @@ def tool_less(
     )
 
 
-def corrected_request(request: LlmRequest, instruction: str, pretended: str) -> LlmRequest:
-    """The answer request again, with the rejected reply and why it was rejected."""
-    return retry_request(
-        request,
-        instruction,
-        pretended,
-        "That reply cannot be sent: it claims an action or repeats your instructions. Write "
-        "the reply to the customer itself.",
+def corrected_request(
+    request: LlmRequest, instruction: str, pretended: str, *, placeholder: str | None = None
+) -> LlmRequest:
+    """The answer request again, with the rejected reply and why it was rejected: it
+    claimed an action or recited the instruction, or it holds `placeholder`."""
+    problem = (
+        f"That reply cannot be sent: {placeholder} is a placeholder, and the customer would "
+        "read it as it is. Write the reply without it, leaving out any detail you do not have."
+        if placeholder
+        else "That reply cannot be sent: it claims an action or repeats your instructions. "
+        "Write the reply to the customer itself."
     )
+    return retry_request(request, instruction, pretended, problem)
 
 
 def retry_request(request: LlmRequest, instruction: str, draft: str, problems: str) -> LlmRequest:
