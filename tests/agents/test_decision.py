@@ -171,6 +171,34 @@ async def test_a_tool_choice_writes_its_arguments_then_decides_again() -> None:
     model.assert_complete()
 
 
+async def test_a_call_written_out_again_after_its_answer_gets_the_reply_field() -> None:
+    # Under policy_checker's answer the embedded model wrote the same call again as text,
+    # and again when asked once more; asked for the reply as an object's one field, it
+    # answered. So that is asked at once, and no decision can turn it into a transfer.
+    again = '{"tool": "policy_checker", "args": {"request": "Is a refund allowed?"}}'
+    model = ScriptedModel(
+        [
+            choose("policy_checker"),
+            json_text({"request": "Is a refund of a duplicate charge allowed?"}),
+            "ALLOWED: duplicate charges are refunded.",  # policy_checker's own step
+            choose("support_supervisor"),
+            again,
+            json_text({"reply": "Yes: the duplicate 49.00 USD charge will be refunded."}),
+        ],
+        decide_first=True,
+    )
+    turn = await Conversation(support_tree(), model).send("Refund my duplicate charge?")
+    assert turn[-1] == (
+        "support_supervisor",
+        "Yes: the duplicate 49.00 USD charge will be refunded.",
+    )
+    assert len(turn) == 3
+    asked = model.requests[5]
+    assert asked.response_schema is not None
+    assert asked.response_schema["title"] == "reply"
+    model.assert_complete()
+
+
 async def test_a_reply_with_no_tool_answer_before_it_gets_no_reminder() -> None:
     model = ScriptedModel(
         [choose("support_supervisor"), "Hello! How can I help?", choose("support_supervisor")],

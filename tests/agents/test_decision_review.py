@@ -329,10 +329,9 @@ DECLINED = (
 async def test_a_tool_call_written_again_after_the_tool_answered_gets_a_constrained_reply() -> None:
     """routing_dev with replies (issue 16, banking77 declined_card_payment): billing_agent
     wrote policy_checker's call as text (made real), then, with the answer in view, wrote
-    the same call as text twice more. No action is left (the tool was called, and here
-    the way back to the supervisor is closed: `disallow_transfer_to_parent`), so the reply
-    is asked for once more as the one field of an object, and that reply is shown instead
-    of the failure notice."""
+    the same call as text twice more. A call already made, written out again, is not
+    asked for again (that only repeated it): the reply is asked for at once as the one
+    field of an object, and that reply is shown instead of the failure notice."""
     reply = "Your card payment was declined; please check the card's details and try again."
     model = ScriptedModel(
         [
@@ -342,8 +341,7 @@ async def test_a_tool_call_written_again_after_the_tool_answered_gets_a_constrai
             json_text({"request": "Was this declined card payment refundable?"}),
             "DENIED: declined payments are not refunded.",  # policy_checker
             POLICY_AS_TEXT,  # the answer in view, the same call as text again
-            POLICY_AS_TEXT,  # asked again: once more
-            json_text({"reply": reply}),  # the constrained reply
+            json_text({"reply": reply}),  # the constrained reply, asked at once
         ],
         decide_first=True,
     )

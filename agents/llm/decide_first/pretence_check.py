@@ -16,7 +16,12 @@ from agents.llm.decide_first.choices import Choice
 from agents.llm.decide_first.decision import decide
 from agents.llm.decide_first.json_answers import reply_field, unwrapped_reply
 from agents.llm.decide_first.observers import current_observers
-from agents.llm.decide_first.pretend_actions import find_pretend_action, hands_off, without_pretence
+from agents.llm.decide_first.pretend_actions import (
+    find_pretend_action,
+    hands_off,
+    without_pretence,
+    written_call,
+)
 from agents.llm.decide_first.prompts import corrected_request, reply_request
 from agents.llm.decide_first.step import Step
 from agents.llm.decide_first.truncated_json import close_truncated_object
@@ -59,6 +64,13 @@ async def checked(step: Step, response: LlmResponse) -> LlmResponse:
         if pretend.kind == "tool" and pretend.name:
             _count(step, "called")
             return await tool_call(step, pretend.name)
+        if written_call(response.text) in options.called:
+            # A call it already made, written out again under the tool's answer: asked
+            # again, the embedded model wrote the same call (the call in its history primes
+            # it); asked for the reply as an object's one field, it answers the customer.
+            kept = await _without_action(step, response)
+            if kept is not None:
+                return kept
         if not step.reasked:
             _count(step, "asked_again")
             step.reasked = True

@@ -170,6 +170,13 @@ def without_pretence(
     return "".join(kept)
 
 
+def written_call(text: str) -> str | None:
+    """The tool a reply written out as a tool call names (`{"tool": "x", ...}`), if it is
+    one."""
+    shaped = _tool_call_shape(text)
+    return shaped[0] if shaped is not None else None
+
+
 def _tool_call_shape(text: str) -> tuple[str, str | None] | None:
     """A reply that is a prompted tool call written as text (`{"tool": "x", "args": {...}}`,
     fenced or not): the tool's name, and a transfer's target. A small model asked for a
