@@ -3,11 +3,13 @@ configuration: the default tree on a decide-first model (the embedded profile, p
 a scripted model), streaming on, the knowledge folder synced into a real SQLite file (or
 a PostgreSQL database shared with another process) the way `support-bot` syncs it.
 
-A grounded reply carries a sources line; an invented amount is caught and the reply
-written again before anything is posted; a question the documents do not cover gets the
-honest answer, also when its words find sections that the model says do not answer it; a
-supervisor's invented value (it declares no `knowledge:`) is checked against the index
-too; an edited document re-synced while the bot runs is what the next answer cites."""
+A grounded reply carries a sources line; a template placeholder never reaches Slack, and
+the section quoted under the answer keeps its own paragraph; an invented amount is caught
+and the reply written again before anything is posted; a question the documents do not
+cover gets the honest answer, also when its words find sections that the model says do
+not answer it; a supervisor's invented value (it declares no `knowledge:`) is checked
+against the index too; an edited document re-synced while the bot runs is what the next
+answer cites."""
 
 from __future__ import annotations
 
@@ -109,6 +111,36 @@ async def test_knowledge_cited_reply_shows_its_sources_line(
         page = await response.text()
     assert 'support_bot_knowledge_checks_total{agent="billing_agent",outcome="supported"}' in page
     assert (await database.stats.collect()).knowledge_checks == {"supported": 1}
+    model.assert_complete()
+
+
+async def test_knowledge_placeholder_never_reaches_slack_and_the_quote_keeps_its_line(
+    slack: FakeSlackApi, start_bot: StartBot, database: Database, tmp_path: Path
+) -> None:
+    # The embedded model once told a customer to write to "[support email address]"; and a
+    # reply cut down ran the policy quoted under it into its last sentence.
+    await _knowledge_folder(tmp_path, database)
+    blank = f"{GROUNDED}\n\nWrite to us at [billing email address] if it has not arrived."
+    model = ScriptedModel(
+        [
+            json_text("billing_agent"),
+            json_text("billing_agent"),
+            blank,  # asked again, with the placeholder named
+            GROUNDED,
+            json_text("no"),  # the review: no refund promised to check
+            json_text("yes"),  # the coverage check
+        ],
+        decide_first=True,
+    )
+    bot = await start_bot(build_support_tree(model=model, knowledge=database.knowledge))
+    reply = await _ask(bot, slack, DUPLICATE_CHARGE, "1700001050.000100", 1)
+    assert "billing email address" not in _posted(slack)
+    assert "[billing email address] is a placeholder" in model.requests[3].contents[-1].text
+    text = shown(reply)
+    assert text.startswith(GROUNDED)
+    # The section quoted under the answer starts its own paragraph, a Slack quote.
+    assert f"{GROUNDED}\n\n&gt; " in text
+    assert (await _stored_reply(database, "1700001050.000100"))[CHECK_KEY] == "supported"
     model.assert_complete()
 
 

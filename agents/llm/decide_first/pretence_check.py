@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 REGISTRY.describe(
     "support_bot_pretend_actions_total",
     "counter",
-    "Replies that pretended an action, by agent and fix",
+    "Replies that pretended an action or held a placeholder, by agent and fix",
 )
 
 
