@@ -136,6 +136,10 @@ class Grounding:
         (when the customer asked something), and the search tool counted as called (no
         decision or review offers it again). With relevant sections the step offers no
         transfer: a small model sent a question its sections answered back to its parent."""
+        if self.undocumented:
+            # A question nothing documents: answered greedily too, so whether it gets an
+            # answer, a question back or the honest answer does not change from run to run.
+            return _greedy(request), options
         if not self.prefetched or self.tool is None:
             return request, options
         options = replace(options, called=options.called | {self.tool.name})
@@ -143,16 +147,11 @@ class Grounding:
             return request, options
         note = self.note()
         cap = min(request.config.max_tokens or ANSWER_MAX_TOKENS, ANSWER_MAX_TOKENS)
-        # Greedy unless the tree sets a temperature: an answer that keeps the documentation's
-        # own words is what is asked for, and the server's default (0.8 on llama.cpp)
-        # made the same question get a different reply, and a different check, per run.
-        temperature = request.config.temperature if request.config.temperature is not None else 0.0
+        request = _greedy(request)
         request = request.model_copy(
             update={
                 "system_instruction": f"{request.system_instruction}\n\n{note}".strip(),
-                "config": request.config.model_copy(
-                    update={"max_tokens": cap, "temperature": temperature}
-                ),
+                "config": request.config.model_copy(update={"max_tokens": cap}),
             }
         )
         options = replace(options, instruction=f"{options.instruction}\n\n{note}".strip())
@@ -256,7 +255,7 @@ class Grounding:
         if self.index is not None:
             # Checked after it was written: the second attempt gets the sections found.
             instruction = f"{instruction}\n\n{self.note()}"
-        again = await rewrite(_rewrite_request(request, instruction, draft, problems))
+        again = await rewrite(retry_request(request, instruction, draft, problems))
         response = _with_usage(response, again)
         second = again.text.strip() if not again.function_calls else ""
         # A reply saying the documentation does not answer is never sent over a quote of it.
@@ -380,15 +379,18 @@ def _anchored(reply: str) -> bool:
     return asks_only(reply) or bool(values(reply))
 
 
+def _greedy(request: LlmRequest) -> LlmRequest:
+    """`request` at temperature 0 unless the tree sets one: at the server's default (0.8
+    on llama.cpp) the same question got a different reply, and check, per run."""
+    if request.config.temperature is not None:
+        return request
+    return request.model_copy(
+        update={"config": request.config.model_copy(update={"temperature": 0.0})}
+    )
+
+
 def _with_usage(response: LlmResponse, other: LlmResponse) -> LlmResponse:
     """`response` with `other`'s usage added (one more model call of the same step)."""
     if response.usage is None or other.usage is None:
         return response
     return response.model_copy(update={"usage": response.usage + other.usage})
-
-
-def _rewrite_request(
-    request: LlmRequest, instruction: str, draft: str, problems: str
-) -> LlmRequest:
-    """The reply asked for again, with no tools: the rejected draft and its problems."""
-    return retry_request(request, instruction, draft, problems)

@@ -446,6 +446,9 @@ async def test_supervisor_answering_an_undocumented_question_gets_the_honest_ans
     model = _supervisor(INVENTED_DEFINITION, "It is the code on the back of your voucher.")
     conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
     assert await conversation.send(UNDOCUMENTED) == [("support_supervisor", NOT_FOUND_TEXT)]
+    # Greedy (the tree sets no temperature), as an answer from the sections is: whether it
+    # is answered, asked back or honest does not change from run to run.
+    assert model.requests[1].config.temperature == 0.0
     again = model.requests[-1]
     assert again.contents[-2].text == INVENTED_DEFINITION
     assert "has nothing on it" in again.contents[-1].text
