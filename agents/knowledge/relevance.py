@@ -45,6 +45,13 @@ def relevant(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
     return [h for h in hits if shared(h) >= need]
 
 
+def mentions(hit: KnowledgeHit, question: str) -> bool:
+    """Whether `hit` holds one of `question`'s topic words (all of them count when it has
+    none)."""
+    asked = question_keys(question)
+    return not asked or bool(asked & _held(hit))
+
+
 def _held(hit: KnowledgeHit) -> set[str]:
     return {key(w) for w in words(f"{hit.title} {hit.heading} {hit.text}")}
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from agents.context import InvocationContext
@@ -59,6 +60,7 @@ from agents.llm.decide_first.prompts import retry_request
 from agents.llm.grounding_sources import (
     conversation_texts,
     latest_question,
+    relevant_sections,
     returned_sections,
     tree_index,
 )
@@ -332,17 +334,19 @@ async def ground(
         index = tree_index(ctx.agent.root_agent)
         if index is None or len(question_keys(question)) < MIN_SHARED_WORDS:
             return Grounding(index=index)
-        found = relevant(await index.search(question, limit=DEFAULT_LIMIT), question)
+        search = partial(index.search, limit=DEFAULT_LIMIT)
+        found, question = await relevant_sections(search, question, ctx.session.events)
         return Grounding(index=index, hits=tuple(found), question=question, unseen=bool(found))
     asked = len(question_keys(question)) >= MIN_SHARED_WORDS
     if prefetch:
         if not asked:
             # Nothing to search by (a greeting, thanks): no search, and none to decide on.
             return Grounding(tool=tool, prefetched=True)
-        hits = await tool.search.search(question, collections=tool.collections, limit=tool.limit)
+        search = partial(tool.search.search, collections=tool.collections, limit=tool.limit)
+        hits, question = await relevant_sections(search, question, ctx.session.events)
         return Grounding(
             tool=tool,
-            hits=tuple(relevant(hits, question)),
+            hits=tuple(hits),
             question=question,
             asked=True,
             prefetched=True,

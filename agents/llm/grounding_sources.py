@@ -5,12 +5,13 @@ agent's own search calls returned."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.events import Event
+from agents.knowledge.relevance import mentions, question_keys, relevant
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.tools.agent_tool import AgentTool
 from agents.tools.knowledge_search import KnowledgeSearchTool
@@ -33,6 +34,31 @@ def tree_index(root: BaseAgent) -> KnowledgeSearch | None:
 def latest_question(events: Sequence[Event]) -> str:
     """The customer's latest message (in an AgentTool's session, the request it got)."""
     return next((e.text for e in reversed(events) if e.author == "user" and e.text), "")
+
+
+FOLLOW_UP_TURNS = 2
+"""The customer's messages before the latest one that a follow-up is read with."""
+
+
+async def relevant_sections(
+    search: Callable[[str], Awaitable[Sequence[KnowledgeHit]]],
+    question: str,
+    events: Sequence[Event],
+) -> tuple[list[KnowledgeHit], str]:
+    """The sections relevant to `question` (`agents.knowledge.relevance`), and the query
+    they were found for. When none is, and the customer wrote before in this session, the
+    question may be a follow-up ("And if I downgrade later?" after a question about
+    upgrading a plan): it is searched for again together with the customer's earlier
+    messages (`FOLLOW_UP_TURNS`, as conversational search does), and a section found that
+    way counts only if it also holds one of the latest message's own topic words."""
+    found = relevant(await search(question), question)
+    asked = [e.text for e in events if e.author == "user" and e.text and not e.partial]
+    earlier = asked[-(FOLLOW_UP_TURNS + 1) : -1]
+    if found or not asked or asked[-1] != question or not question_keys(" ".join(earlier)):
+        return found, question  # nothing earlier to read it with (a greeting is nothing)
+    query = " ".join([*earlier, question])
+    kept = [hit for hit in relevant(await search(query), query) if mentions(hit, question)]
+    return (kept, query) if kept else ([], question)
 
 
 def conversation_texts(events: Sequence[Event]) -> list[str]:

@@ -597,3 +597,45 @@ async def test_supervisor_searches_once_per_turn_across_its_steps(db: Database) 
     assert search.searched.count(()) == 1, search.searched
     assert search.searched.count(("policies",)) == 1, search.searched
     model.assert_complete()
+
+
+UPGRADE = "If I upgrade my plan in the middle of the month, how am I charged?"
+UPGRADED = "An upgrade takes effect at once and is charged pro rata for the rest of the period."
+
+
+async def test_a_follow_up_is_searched_with_the_question_before_it(db: Database) -> None:
+    """The follow-up "And if I downgrade later?" alone shares too few words with any
+    section; read with the customer's question before it, the section on changing plans
+    answers it."""
+    downgraded = "A downgrade takes effect at the start of the next billing period."
+    # Turn two goes to billing_agent, which owns the thread: its decision, its reply, the
+    # consult check, the coverage check.
+    model = _to_billing(
+        UPGRADED, json_text("billing_agent"), downgraded, json_text("no"), json_text("yes")
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    await conversation.send(UPGRADE)
+    [(author, text)] = await conversation.send("And if I downgrade later?")
+    assert (author, text.split("\n\n")[0]) == ("billing_agent", downgraded)
+    answer = model.requests[-3]
+    assert "Billing FAQ (sample) › Changing plans" in answer.system_instruction
+    reply = await _reply(conversation)
+    assert reply.custom_metadata[CHECK_KEY] == "supported"
+    assert "billing/billing-faq#changing-plans" in {
+        s["id"] for s in reply.custom_metadata[SOURCES_KEY]
+    }
+    model.assert_complete()
+
+
+async def test_a_follow_up_on_something_else_is_still_answered_honestly(db: Database) -> None:
+    """Read with the question before it, a follow-up about something no section holds
+    still finds nothing: a section counts only if it holds one of the follow-up's words."""
+    model = _to_billing(
+        UPGRADED, json_text("billing_agent"), "Yes, Bitcoin works.", json_text("no")
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    await conversation.send(UPGRADE)
+    assert await conversation.send("And can I pay with Bitcoin?") == [
+        ("billing_agent", NOT_FOUND_TEXT)
+    ]
+    model.assert_complete()
