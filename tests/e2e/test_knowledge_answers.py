@@ -9,7 +9,7 @@ and the reply written again before anything is posted; a question the documents 
 cover gets the honest answer, also when its words find sections that the model says do
 not answer it; a supervisor's invented value (it declares no `knowledge:`) is checked
 against the index too; an edited document re-synced while the bot runs is what the next
-answer cites."""
+answer cites; a follow-up in the thread is searched with the question before it."""
 
 from __future__ import annotations
 
@@ -313,4 +313,37 @@ async def test_knowledge_postgres_index_is_shared_by_two_processes(
     finally:
         await bot.stop()
         await db.close()
+    model.assert_complete()
+
+
+async def test_knowledge_follow_up_in_the_thread_is_answered_from_the_section_it_needs(
+    slack: FakeSlackApi, start_bot: StartBot, database: Database, tmp_path: Path
+) -> None:
+    # "And if I downgrade later?" alone finds nothing relevant; the thread's earlier
+    # question, read with it, finds the section on changing plans.
+    await _knowledge_folder(tmp_path, database)
+    upgraded = "An upgrade takes effect at once and is charged pro rata for the rest of the period."
+    downgraded = "A downgrade takes effect at the start of the next billing period."
+    model = ScriptedModel(
+        [*_billing(upgraded),
+         json_text("billing_agent"), downgraded, json_text("no"), json_text("yes")],
+        decide_first=True,
+    )  # fmt: skip
+    bot = await start_bot(build_support_tree(model=model, knowledge=database.knowledge))
+    root = "1700001500.000100"
+    question = "If I upgrade my plan in the middle of the month, how am I charged?"
+    await _ask(bot, slack, question, root, 1)
+    follow_up = channel_message("And if I downgrade later?", ts="1700001500.000200", thread_ts=root)
+    await bot.send_event(follow_up)
+    await wait_answers(slack, 2)
+    await bot.idle()
+    second = (await wait_answers(slack, 2))[-1]
+    assert downgraded in shown(second)
+    assert "Billing FAQ (sample) › Changing plans" in context_text(second)
+    thread = await database.threads.get(ThreadKey(team_id=TEAM, channel_id="C1", thread_ts=root))
+    assert thread is not None
+    session = await database.sessions.of_thread(thread)
+    assert session is not None
+    last = [e for e in session.events if e.author == "billing_agent" and e.text][-1]
+    assert last.custom_metadata[CHECK_KEY] == "supported"
     model.assert_complete()
