@@ -45,11 +45,10 @@ def relevant(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
     return [h for h in hits if shared(h) >= need]
 
 
-def mentions(hit: KnowledgeHit, question: str) -> bool:
-    """Whether `hit` holds one of `question`'s topic words (all of them count when it has
-    none)."""
+def mentioning(hits: Sequence[KnowledgeHit], question: str) -> list[KnowledgeHit]:
+    """The hits that hold one of `question`'s topic words (all of them when it has none)."""
     asked = question_keys(question)
-    return not asked or bool(asked & _held(hit))
+    return [h for h in hits if not asked or asked & _held(h)]
 
 
 def _held(hit: KnowledgeHit) -> set[str]:

@@ -11,7 +11,7 @@ from typing import Any
 from agents.base_agent import BaseAgent
 from agents.context import InvocationContext
 from agents.events import Event
-from agents.knowledge.relevance import mentions, question_keys, relevant
+from agents.knowledge.relevance import mentioning, question_keys, relevant
 from agents.knowledge.search import KnowledgeHit, KnowledgeSearch
 from agents.tools.agent_tool import AgentTool
 from agents.tools.knowledge_search import KnowledgeSearchTool
@@ -57,7 +57,7 @@ async def relevant_sections(
     if found or not asked or asked[-1] != question or not question_keys(" ".join(earlier)):
         return found, question  # nothing earlier to read it with (a greeting is nothing)
     query = " ".join([*earlier, question])
-    kept = [hit for hit in relevant(await search(query), query) if mentions(hit, question)]
+    kept = mentioning(relevant(await search(query), query), question)
     return (kept, query) if kept else ([], question)
 
 

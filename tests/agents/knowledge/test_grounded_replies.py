@@ -629,7 +629,7 @@ async def test_a_follow_up_is_searched_with_the_question_before_it(db: Database)
 
 async def test_a_follow_up_on_something_else_is_still_answered_honestly(db: Database) -> None:
     """Read with the question before it, a follow-up about something no section holds
-    still finds nothing: a section counts only if it holds one of the follow-up's words."""
+    still finds nothing relevant: the honest answer."""
     model = _to_billing(
         UPGRADED, json_text("billing_agent"), "Yes, Bitcoin works.", json_text("no")
     )
@@ -638,4 +638,22 @@ async def test_a_follow_up_on_something_else_is_still_answered_honestly(db: Data
     assert await conversation.send("And can I pay with Bitcoin?") == [
         ("billing_agent", NOT_FOUND_TEXT)
     ]
+    model.assert_complete()
+
+
+async def test_a_follow_up_keeps_only_sections_holding_its_own_words(db: Database) -> None:
+    """Read with the question before it, "What about the monthly price?" also finds the
+    section on changing plans, by the earlier question's words alone; that one is not
+    given to the step (it holds neither "monthly" nor "price")."""
+    monthly = "Monthly plans are charged on the same day each month as the first payment."
+    model = _to_billing(
+        UPGRADED, json_text("billing_agent"), monthly, json_text("no"), json_text("yes")
+    )
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    await conversation.send(UPGRADE)
+    [(_, text)] = await conversation.send("What about the monthly price?")
+    assert text.startswith(monthly)
+    answer = model.requests[-3]
+    assert "Billing FAQ (sample) › When is my card charged?" in answer.system_instruction
+    assert "Changing plans" not in answer.system_instruction
     model.assert_complete()
