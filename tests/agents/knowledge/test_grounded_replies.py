@@ -603,18 +603,22 @@ UPGRADE = "If I upgrade my plan in the middle of the month, how am I charged?"
 UPGRADED = "An upgrade takes effect at once and is charged pro rata for the rest of the period."
 
 
+async def _after_upgrade(db: Database, *turn_two: str) -> tuple[ScriptedModel, Conversation]:
+    """A conversation whose first turn asked `UPGRADE` and got `UPGRADED` from
+    billing_agent, which owns the thread; `turn_two` plays billing_agent's next turn (its
+    decision, its reply, the consult check and, with sections, the coverage check)."""
+    model = _to_billing(UPGRADED, json_text("billing_agent"), *turn_two)
+    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
+    await conversation.send(UPGRADE)
+    return model, conversation
+
+
 async def test_a_follow_up_is_searched_with_the_question_before_it(db: Database) -> None:
     """The follow-up "And if I downgrade later?" alone shares too few words with any
     section; read with the customer's question before it, the section on changing plans
     answers it."""
     downgraded = "A downgrade takes effect at the start of the next billing period."
-    # Turn two goes to billing_agent, which owns the thread: its decision, its reply, the
-    # consult check, the coverage check.
-    model = _to_billing(
-        UPGRADED, json_text("billing_agent"), downgraded, json_text("no"), json_text("yes")
-    )
-    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
-    await conversation.send(UPGRADE)
+    model, conversation = await _after_upgrade(db, downgraded, json_text("no"), json_text("yes"))
     [(author, text)] = await conversation.send("And if I downgrade later?")
     assert (author, text.split("\n\n")[0]) == ("billing_agent", downgraded)
     answer = model.requests[-3]
@@ -630,11 +634,7 @@ async def test_a_follow_up_is_searched_with_the_question_before_it(db: Database)
 async def test_a_follow_up_on_something_else_is_still_answered_honestly(db: Database) -> None:
     """Read with the question before it, a follow-up about something no section holds
     still finds nothing relevant: the honest answer."""
-    model = _to_billing(
-        UPGRADED, json_text("billing_agent"), "Yes, Bitcoin works.", json_text("no")
-    )
-    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
-    await conversation.send(UPGRADE)
+    model, conversation = await _after_upgrade(db, "Yes, Bitcoin works.", json_text("no"))
     assert await conversation.send("And can I pay with Bitcoin?") == [
         ("billing_agent", NOT_FOUND_TEXT)
     ]
@@ -646,11 +646,7 @@ async def test_a_follow_up_keeps_only_sections_holding_its_own_words(db: Databas
     section on changing plans, by the earlier question's words alone; that one is not
     given to the step (it holds neither "monthly" nor "price")."""
     monthly = "Monthly plans are charged on the same day each month as the first payment."
-    model = _to_billing(
-        UPGRADED, json_text("billing_agent"), monthly, json_text("no"), json_text("yes")
-    )
-    conversation = Conversation(build_support_tree(model=model, knowledge=db.knowledge), model)
-    await conversation.send(UPGRADE)
+    model, conversation = await _after_upgrade(db, monthly, json_text("no"), json_text("yes"))
     [(_, text)] = await conversation.send("What about the monthly price?")
     assert text.startswith(monthly)
     answer = model.requests[-3]
